@@ -1,0 +1,94 @@
+"""The asyncio remoting client: one connection per address, reopened on failure."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from rocketkube.common import errors
+from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.common.remoting.connection import Connection, RequestHandler, split_address
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 3.0
+
+
+class RemotingClient:
+    """Sends requests to servers by address; serves their requests with ``handler``."""
+
+    def __init__(
+        self,
+        handler: RequestHandler | None = None,
+        *,
+        connect_timeout: float = DEFAULT_TIMEOUT,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        self._handler = handler
+        self._connect_timeout = connect_timeout
+        self.timeout = timeout
+        self._connections: dict[str, Connection] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._closed = False
+
+    async def connection(self, address: str) -> Connection:
+        """The open connection to ``address``, connecting (once) if needed."""
+        conn = self._connections.get(address)
+        if conn is not None and conn.is_open:
+            return conn
+        lock = self._locks.setdefault(address, asyncio.Lock())
+        async with lock:
+            conn = self._connections.get(address)
+            if conn is not None and conn.is_open:
+                return conn
+            if self._closed:
+                raise errors.RemotingConnectError("client is closed")
+            conn = await self._connect(address)
+            self._connections[address] = conn
+            return conn
+
+    async def _connect(self, address: str) -> Connection:
+        try:
+            host, port = split_address(address)
+        except ValueError as exc:
+            raise errors.RemotingConnectError(str(exc)) from None
+        loop = asyncio.get_running_loop()
+
+        def forget(conn: Connection) -> None:
+            if self._connections.get(address) is conn:
+                del self._connections[address]
+
+        try:
+            _, protocol = await asyncio.wait_for(
+                loop.create_connection(
+                    lambda: Connection(self._handler, on_close=forget), host, port
+                ),
+                self._connect_timeout,
+            )
+        except (OSError, TimeoutError) as exc:
+            raise errors.RemotingConnectError(f"cannot connect to {address}: {exc}") from None
+        return protocol
+
+    async def invoke(
+        self, address: str, request: RemotingCommand, timeout: float | None = None
+    ) -> RemotingCommand:
+        conn = await self.connection(address)
+        return await conn.invoke(request, self.timeout if timeout is None else timeout)
+
+    async def invoke_oneway(self, address: str, request: RemotingCommand) -> None:
+        conn = await self.connection(address)
+        conn.invoke_oneway(request)
+
+    def close_connection(self, address: str) -> None:
+        conn = self._connections.pop(address, None)
+        if conn is not None:
+            conn.close()
+
+    async def close(self) -> None:
+        self._closed = True
+        conns = list(self._connections.values())
+        self._connections.clear()
+        for conn in conns:
+            conn.close()
+        for conn in conns:
+            await conn.closed

@@ -1,0 +1,250 @@
+"""One remoting connection, used the same way by servers and clients.
+
+The connection owns framing, the table of pending requests keyed by ``opaque``
+(never matched by arrival order), and the dispatch of requests the peer sends
+us: a server gets client requests, a client gets the server-initiated ones
+(NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE...). Responses produced
+while handling one received chunk are written in a single ``writelines``.
+
+A request handler returns a response, ``None`` (no response), or an awaitable of
+either; awaitables are answered when they finish, so slow requests (long polling,
+a group-committed flush) never block the ones pipelined behind them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from rocketkube.common import errors
+from rocketkube.common.remoting import codes, frame
+from rocketkube.common.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
+
+log = logging.getLogger(__name__)
+
+Reply = RemotingCommand | None | Awaitable[RemotingCommand | None]
+
+
+class RequestHandler(Protocol):
+    """Answers the requests that arrive on a connection."""
+
+    def handle(self, conn: Connection, request: RemotingCommand) -> Reply: ...
+
+
+class Connection(asyncio.Protocol):
+    """An asyncio protocol speaking RocketMQ remoting frames."""
+
+    def __init__(
+        self,
+        handler: RequestHandler | None = None,
+        *,
+        idle_timeout: float | None = None,
+        on_close: Callable[[Connection], None] | None = None,
+    ) -> None:
+        self._handler = handler
+        self._idle_timeout = idle_timeout
+        self._on_close = on_close
+        self._decoder = frame.FrameDecoder()
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._opaque = itertools.count(1)
+        self._transport: asyncio.Transport | None = None
+        self._outbox: list[bytes | bytearray | memoryview] | None = None
+        self._last_io = 0.0
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._loop = asyncio.get_running_loop()
+        self.closed: asyncio.Future[None] = self._loop.create_future()
+        self.remote_address = "?"
+        self.local_address = "?"
+
+    # -- asyncio.Protocol ---------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        self.remote_address = _format_address(transport.get_extra_info("peername"))
+        self.local_address = _format_address(transport.get_extra_info("sockname"))
+        self._last_io = self._loop.time()
+        if self._idle_timeout:
+            self._idle_timer = self._loop.call_later(self._idle_timeout, self._check_idle)
+
+    def data_received(self, data: bytes) -> None:
+        self._last_io = self._loop.time()
+        try:
+            commands = self._decoder.feed(data)
+        except errors.ProtocolError as exc:
+            log.warning("closing connection from %s: %s", self.remote_address, exc)
+            self.abort()
+            return
+        self._outbox = []
+        try:
+            for cmd in commands:
+                if cmd.flag & FLAG_RESPONSE:
+                    self._complete(cmd)
+                else:
+                    self._serve(cmd)
+        finally:
+            outbox, self._outbox = self._outbox, None
+            if outbox and self._transport is not None and not self._transport.is_closing():
+                self._transport.writelines(outbox)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        pending, self._pending = self._pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(
+                    errors.ConnectionClosedError(f"connection to {self.remote_address} closed")
+                )
+        if not self.closed.done():
+            self.closed.set_result(None)
+        if self._on_close is not None:
+            self._on_close(self)
+
+    # -- public API --------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        return self._transport is not None and not self._transport.is_closing()
+
+    def send(self, cmd: RemotingCommand) -> None:
+        """Write a command now (or with the batch of responses being assembled)."""
+        if not self.is_open:
+            raise errors.ConnectionClosedError(f"connection to {self.remote_address} is closed")
+        head, body = frame.encode(cmd)
+        self._last_io = self._loop.time()
+        if self._outbox is not None:
+            self._outbox.append(head)
+            if body:
+                self._outbox.append(body)
+        else:
+            assert self._transport is not None
+            if body:
+                self._transport.writelines((head, body))
+            else:
+                self._transport.write(head)
+
+    async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Send a request and wait for the response with the same opaque."""
+        request.opaque = next(self._opaque)
+        request.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
+        future: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        self._pending[request.opaque] = future
+        try:
+            self.send(request)
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            raise errors.RemotingTimeoutError(
+                f"no response from {self.remote_address} to request code {request.code} "
+                f"within {timeout:.3f}s"
+            ) from None
+        finally:
+            self._pending.pop(request.opaque, None)
+
+    def invoke_oneway(self, request: RemotingCommand) -> None:
+        request.opaque = next(self._opaque)
+        request.flag = (request.flag | FLAG_ONEWAY) & ~FLAG_RESPONSE
+        self.send(request)
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+    def abort(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
+
+    # -- internals ---------------------------------------------------------------
+
+    def _complete(self, response: RemotingCommand) -> None:
+        future = self._pending.pop(response.opaque, None)
+        if future is None:
+            log.debug(
+                "response with unknown opaque %d from %s", response.opaque, self.remote_address
+            )
+        elif not future.done():
+            future.set_result(response)
+
+    def _serve(self, request: RemotingCommand) -> None:
+        if self._handler is None:
+            self._reply(
+                request,
+                _error(
+                    codes.ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                    f" request type {request.code} not supported",
+                ),
+            )
+            return
+        try:
+            reply = self._handler.handle(self, request)
+        except Exception as exc:  # a processor bug answers this request only
+            self._reply(request, _failure(request, exc))
+            return
+        if reply is None or isinstance(reply, RemotingCommand):
+            self._reply(request, reply)
+        else:
+            future = asyncio.ensure_future(reply)
+            future.add_done_callback(lambda done: self._reply_later(request, done))
+
+    def _reply_later(
+        self, request: RemotingCommand, done: asyncio.Future[RemotingCommand | None]
+    ) -> None:
+        if done.cancelled():
+            return
+        exc = done.exception()
+        reply = _failure(request, exc) if exc is not None else done.result()
+        if self.is_open:
+            self._reply(request, reply)
+
+    def _reply(self, request: RemotingCommand, reply: RemotingCommand | None) -> None:
+        if reply is None or request.flag & FLAG_ONEWAY:
+            return
+        reply.opaque = request.opaque
+        reply.flag |= FLAG_RESPONSE
+        # Answer in the request's serialization: JSON-only clients (C++, ali-ons) always
+        # speak JSON, so they always get JSON back.
+        reply.serialize_type = request.serialize_type
+        try:
+            self.send(reply)
+        except errors.RemotingError:
+            log.debug("could not answer %s: connection closed", self.remote_address)
+
+    def _check_idle(self) -> None:
+        assert self._idle_timeout is not None
+        idle_for = self._loop.time() - self._last_io
+        if idle_for >= self._idle_timeout:
+            log.info("closing connection from %s: idle for %.0fs", self.remote_address, idle_for)
+            self.close()
+        else:
+            self._idle_timer = self._loop.call_later(
+                self._idle_timeout - idle_for, self._check_idle
+            )
+
+
+def _error(code: int, remark: str) -> RemotingCommand:
+    return RemotingCommand.response(code, remark)
+
+
+def _failure(request: RemotingCommand, exc: BaseException) -> RemotingCommand:
+    if isinstance(exc, errors.HeaderError):
+        return _error(codes.ResponseCode.SYSTEM_ERROR, str(exc))
+    log.error("request code %d failed", request.code, exc_info=exc)
+    return _error(codes.ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+def _format_address(peer: object) -> str:
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host, port = peer[0], peer[1]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return "?"
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """``host:port`` (or ``[v6]:port``) into its parts; ValueError when malformed."""
+    host, sep, port = address.strip().rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"not a host:port address: {address!r}")
+    return host.strip("[]"), int(port)

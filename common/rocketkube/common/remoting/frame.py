@@ -1,0 +1,268 @@
+"""Frame codec: RemotingCommand <-> bytes, both header serializations.
+
+Frame layout (big-endian)::
+
+    0   int32  length          = 4 + headerLen + bodyLen (does not count itself)
+    4   int32  headerLenWord   = serializeType << 24 | headerLen (24 bits)
+    8   H      header          JSON (type 0) or ROCKETMQ binary (type 1)
+    8+H B      body
+
+ROCKETMQ binary header (fixed part 21 bytes)::
+
+    int16 code | int8 language | int16 version | int32 opaque | int32 flag
+    int32 remarkLen | remark | int32 extLen | {int16 keyLen | key | int32 valLen | val}*
+
+JSON headers may carry ``extFields`` values as numbers or booleans (C++, ali-ons):
+they are coerced the way fastjson does (``true`` -> ``"true"``), never with
+Python's ``str(True)``. Trailing whitespace after the JSON object is accepted.
+Decoding never raises anything but :class:`~rocketkube.common.errors.ProtocolError`.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import orjson
+
+from rocketkube.common import errors
+from rocketkube.common.remoting import codes
+from rocketkube.common.remoting.command import Body, RemotingCommand
+
+MAX_FRAME_LENGTH = 16 * 1024 * 1024
+
+_HEAD = struct.Struct(">ii")
+_BIN_FIXED = struct.Struct(">hbhiii")  # code, language, version, opaque, flag, remarkLen
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_LANGUAGE_NAMES = {member.value: member.name for member in codes.LanguageCode}
+
+
+def _coerce_value(value: Any) -> str | None:
+    """fastjson's conversion of an extFields value to the String the Java side sees."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    return orjson.dumps(value).decode()
+
+
+def _language_name(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _LANGUAGE_NAMES.get(value, "OTHER")
+    return "OTHER"
+
+
+def _int_field(header: dict[str, Any], key: str, default: int | None) -> int:
+    value = header.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise errors.ProtocolError(f"JSON header field {key!r} is not an integer: {value!r}")
+    return value
+
+
+def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
+    try:
+        header = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise errors.ProtocolError(f"JSON header does not parse: {exc}") from None
+    if not isinstance(header, dict):
+        raise errors.ProtocolError("JSON header is not an object")
+    raw_ext = header.get("extFields")
+    ext: dict[str, str] = {}
+    if raw_ext is not None:
+        if not isinstance(raw_ext, dict):
+            raise errors.ProtocolError("JSON header extFields is not an object")
+        for key, value in raw_ext.items():
+            text = _coerce_value(value)
+            if text is not None:
+                ext[key] = text
+    remark = header.get("remark")
+    return RemotingCommand(
+        code=_int_field(header, "code", None),
+        opaque=_int_field(header, "opaque", 0),
+        flag=_int_field(header, "flag", 0),
+        language=_language_name(header.get("language", "JAVA")),
+        version=_int_field(header, "version", 0),
+        remark=remark if isinstance(remark, str) else None,
+        ext_fields=ext,
+        serialize_type=codes.SerializeType.JSON,
+    )
+
+
+def encode_json_header(cmd: RemotingCommand) -> bytes:
+    header: dict[str, Any] = {"code": cmd.code}
+    if cmd.ext_fields:
+        header["extFields"] = cmd.ext_fields
+    header["flag"] = cmd.flag
+    header["language"] = cmd.language
+    header["opaque"] = cmd.opaque
+    if cmd.remark is not None:
+        header["remark"] = cmd.remark
+    header["serializeTypeCurrentRPC"] = "JSON"
+    header["version"] = cmd.version
+    return orjson.dumps(header)
+
+
+def _read_string(view: memoryview, pos: int, length: int) -> str:
+    if length < 0 or pos + length > len(view):
+        raise errors.ProtocolError("binary header string runs past the header")
+    try:
+        return str(view[pos : pos + length], "utf-8")
+    except UnicodeDecodeError as exc:
+        raise errors.ProtocolError(f"binary header string is not UTF-8: {exc}") from None
+
+
+def decode_binary_header(data: bytes | memoryview) -> RemotingCommand:
+    view = memoryview(data)
+    if len(view) < _BIN_FIXED.size + 4:
+        raise errors.ProtocolError(f"binary header of {len(view)} bytes is shorter than 21")
+    code, language, version, opaque, flag, remark_len = _BIN_FIXED.unpack_from(view, 0)
+    pos = _BIN_FIXED.size
+    remark = _read_string(view, pos, remark_len) if remark_len > 0 else None
+    pos += max(remark_len, 0)
+    if pos + 4 > len(view):
+        raise errors.ProtocolError("binary header ends before its extFields length")
+    (ext_len,) = _I32.unpack_from(view, pos)
+    pos += 4
+    end = pos + ext_len
+    if ext_len < 0 or end > len(view):
+        raise errors.ProtocolError("binary header extFields run past the header")
+    ext: dict[str, str] = {}
+    while pos < end:
+        if pos + 2 > end:
+            raise errors.ProtocolError("binary header key length is truncated")
+        (key_len,) = _I16.unpack_from(view, pos)
+        pos += 2
+        key = _read_string(view, pos, key_len)
+        pos += max(key_len, 0)
+        if pos + 4 > end:
+            raise errors.ProtocolError("binary header value length is truncated")
+        (val_len,) = _I32.unpack_from(view, pos)
+        pos += 4
+        value = _read_string(view, pos, val_len)
+        pos += max(val_len, 0)
+        if pos > end:
+            raise errors.ProtocolError("binary header entry runs past extFields")
+        # Java maps zero-length strings to null: such entries disappear.
+        if key and value:
+            ext[key] = value
+    return RemotingCommand(
+        code=code,
+        opaque=opaque,
+        flag=flag,
+        language=_LANGUAGE_NAMES.get(language, "OTHER"),
+        version=version,
+        remark=remark,
+        ext_fields=ext,
+        serialize_type=codes.SerializeType.ROCKETMQ,
+    )
+
+
+def encode_binary_header(cmd: RemotingCommand) -> bytes:
+    try:
+        language = codes.LanguageCode[cmd.language].value
+    except KeyError:
+        language = codes.LanguageCode.OTHER.value
+    remark = cmd.remark.encode() if cmd.remark else b""
+    parts = [_BIN_FIXED.pack(cmd.code, language, cmd.version, cmd.opaque, cmd.flag, len(remark))]
+    parts.append(remark)
+    entries = []
+    for key, value in cmd.ext_fields.items():
+        k, v = key.encode(), value.encode()
+        entries += [_I16.pack(len(k)), k, _I32.pack(len(v)), v]
+    ext = b"".join(entries)
+    parts += [_I32.pack(len(ext)), ext]
+    return b"".join(parts)
+
+
+def encode(cmd: RemotingCommand) -> tuple[bytes, Body]:
+    """The frame as (length + header word + header, body), ready for ``writelines``."""
+    if cmd.serialize_type == codes.SerializeType.ROCKETMQ:
+        header = encode_binary_header(cmd)
+    else:
+        header = encode_json_header(cmd)
+    body_len = len(cmd.body)
+    length = 4 + len(header) + body_len
+    if length > MAX_FRAME_LENGTH:
+        raise errors.FrameTooLargeError(f"frame of {length} bytes exceeds {MAX_FRAME_LENGTH}")
+    word = (int(cmd.serialize_type) << 24) | len(header)
+    return _HEAD.pack(length, word) + header, cmd.body
+
+
+def encode_bytes(cmd: RemotingCommand) -> bytes:
+    head, body = encode(cmd)
+    return head + bytes(body)
+
+
+def decode_frame(frame: memoryview) -> RemotingCommand:
+    """Decode one frame without its leading length field (header word onwards)."""
+    if len(frame) < 4:
+        raise errors.ProtocolError("frame is shorter than its header-length word")
+    (word,) = _I32.unpack_from(frame, 0)
+    serialize = (word >> 24) & 0xFF
+    header_len = word & 0xFFFFFF
+    if 4 + header_len > len(frame):
+        raise errors.ProtocolError(
+            f"header length {header_len} exceeds the frame ({len(frame) - 4} bytes left)"
+        )
+    header = frame[4 : 4 + header_len]
+    if serialize == codes.SerializeType.JSON:
+        cmd = decode_json_header(header)
+    elif serialize == codes.SerializeType.ROCKETMQ:
+        cmd = decode_binary_header(header)
+    else:
+        raise errors.ProtocolError(f"unknown serialize type {serialize}")
+    cmd.body = frame[4 + header_len :]
+    return cmd
+
+
+class FrameDecoder:
+    """Incremental decoder: feed it received bytes, get back every complete command.
+
+    Bodies are zero-copy memoryview slices of the received chunk; only a frame that
+    straddles two chunks is copied once into the carry-over buffer.
+    """
+
+    __slots__ = ("_carry", "max_frame_length")
+
+    def __init__(self, max_frame_length: int = MAX_FRAME_LENGTH) -> None:
+        self._carry = bytearray()
+        self.max_frame_length = max_frame_length
+
+    @property
+    def buffered(self) -> int:
+        return len(self._carry)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
+        if self._carry:
+            self._carry += data
+            data = bytes(self._carry)
+            self._carry.clear()
+        view = memoryview(data)
+        size = len(view)
+        pos = 0
+        out: list[RemotingCommand] = []
+        while size - pos >= 4:
+            (length,) = _I32.unpack_from(view, pos)
+            if length < 4 or length > self.max_frame_length:
+                if length > self.max_frame_length:
+                    raise errors.FrameTooLargeError(
+                        f"frame length {length} exceeds {self.max_frame_length}"
+                    )
+                raise errors.ProtocolError(f"frame length {length} is below the minimum of 4")
+            end = pos + 4 + length
+            if end > size:
+                break
+            out.append(decode_frame(view[pos + 4 : end]))
+            pos = end
+        if pos < size:
+            self._carry += view[pos:]
+        return out
