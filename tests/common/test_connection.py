@@ -188,3 +188,23 @@ async def test_connect_refused_is_retriable() -> None:
         await client.invoke("127.0.0.1:1", RemotingCommand.request(ECHO))
     assert info.value.retriable
     await client.close()
+
+
+def test_round_trip_on_uvloop() -> None:
+    """Servers run on uvloop in production: its transports must work the same."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def scenario() -> tuple[int, dict[str, str]]:
+        server = RemotingServer(Dispatcher({ECHO: Recorder().echo}), "127.0.0.1", 0)
+        await server.start()
+        client = RemotingClient()
+        try:
+            resp = await client.invoke(
+                f"127.0.0.1:{server.port}", RemotingCommand.request(ECHO, {"loop": "uv"})
+            )
+            return resp.code, resp.ext_fields
+        finally:
+            await client.close()
+            await server.stop()
+
+    assert uvloop.run(scenario()) == (0, {"loop": "uv"})

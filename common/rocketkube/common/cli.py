@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -65,7 +64,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     return run(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,7 +2,8 @@
 
     RocketKubeError
     ├── ProtocolError            bytes on the wire that are not a RocketMQ frame; the
-    │   └── FrameTooLargeError   connection that sent them is closed, nothing else
+    │   ├── FrameTooLargeError   connection that sent them is closed, nothing else
+    │   └── MessageFormatError   a message, batch, id or host that does not decode
     ├── HeaderError              a request header misses a field or holds a bad value;
     │                            answered with SYSTEM_ERROR, the connection stays open
     └── RemotingError            transport failures seen by a caller

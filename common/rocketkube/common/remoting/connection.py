@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import typing
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
@@ -62,8 +63,8 @@ class Connection(asyncio.Protocol):
     # -- asyncio.Protocol ---------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # uvloop's transports do not subclass asyncio.Transport: no isinstance check here.
+        self._transport = typing.cast(asyncio.Transport, transport)
         self.remote_address = _format_address(transport.get_extra_info("peername"))
         self.local_address = _format_address(transport.get_extra_info("sockname"))
         self._last_io = self._loop.time()

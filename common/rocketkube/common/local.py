@@ -1,0 +1,98 @@
+"""``rocketkube local``: a whole cluster on this machine, no Kubernetes.
+
+Runs each server as its own ``rocketkube`` child process (one process is one core),
+restarts nothing, and stops them all on SIGINT/SIGTERM or when any one of them dies.
+It imports no component: children are started through the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocketkube.common import runtime
+from rocketkube.common.cli import Command
+
+log = logging.getLogger("rocketkube.local")
+
+
+@dataclass(frozen=True)
+class Child:
+    name: str
+    args: list[str]
+
+
+def plan(data_dir: Path, namesrv_port: int) -> list[Child]:
+    """The processes of a local cluster (pure: tested without starting anything)."""
+    return [
+        Child(
+            "namesrv",
+            [
+                "namesrv",
+                "--port", str(namesrv_port),
+                "--http-port", str(namesrv_port + 1),
+                "--kv-config-path", str(data_dir / "namesrv" / "kvConfig.json"),
+            ],
+        ),
+    ]  # fmt: skip
+
+
+async def supervise(children: list[Child]) -> int:
+    procs: dict[str, asyncio.subprocess.Process] = {}
+    for child in children:
+        procs[child.name] = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "rocketkube.common", *child.args
+        )
+        log.info("started %s (pid %d): rocketkube %s", child.name, procs[child.name].pid,
+                 " ".join(child.args))  # fmt: skip
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    waits = {asyncio.ensure_future(p.wait()): name for name, p in procs.items()}
+    stopper = asyncio.ensure_future(stop.wait())
+    done, _ = await asyncio.wait([*waits, stopper], return_when=asyncio.FIRST_COMPLETED)
+    code = 0
+    for task in done:
+        if task in waits:
+            log.error("%s exited with code %s: stopping the cluster", waits[task], task.result())
+            code = 1
+    for proc in procs.values():
+        if proc.returncode is None:
+            proc.terminate()
+    for proc in procs.values():
+        try:
+            await asyncio.wait_for(proc.wait(), 15)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+    stopper.cancel()
+    return code
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", default=".data", help="where stores and configs live")
+    parser.add_argument("--namesrv-port", type=int, default=9876)
+
+
+def run(args: argparse.Namespace) -> int:
+    runtime.configure_logging()
+    data_dir = Path(args.data_dir).resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    children = plan(data_dir, args.namesrv_port)
+    print(
+        f"local cluster: name server at 127.0.0.1:{args.namesrv_port}, "
+        f"metrics at http://127.0.0.1:{args.namesrv_port + 1}/metrics, data in {data_dir}; "
+        "Ctrl-C stops it",
+        file=sys.stderr,
+    )
+    return runtime.run(supervise(children))
+
+
+COMMAND = Command(help="run a local cluster (name server and brokers) on this machine",
+                  configure=configure, run=run)  # fmt: skip

@@ -1,0 +1,44 @@
+"""Running a server process: logging to stderr, uvloop when available, clean signals."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+
+def configure_logging(level: str = "INFO") -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def run(main: Coroutine[Any, Any, int]) -> int:
+    """Run ``main`` on uvloop if installed, else on the default loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(main)
+    return uvloop.run(main)
+
+
+async def serve_until_signalled(
+    start: Callable[[], Awaitable[None]], stop: Callable[[], Awaitable[None]]
+) -> int:
+    """Start, wait for SIGTERM or SIGINT, then stop cleanly."""
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    await start()
+    try:
+        await stopping.wait()
+    finally:
+        logging.getLogger(__name__).info("shutting down")
+        await stop()
+    return 0

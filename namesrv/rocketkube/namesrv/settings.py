@@ -1,0 +1,36 @@
+"""Name server settings, under RocketMQ's property names (NamesrvConfig, NettyServerConfig)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def _default_kv_path() -> str:
+    return str(Path.home() / "namesrv" / "kvConfig.json")
+
+
+class NamesrvSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
+
+    listen_port: int = Field(9876, alias="listenPort", ge=0, le=65535)
+    bind_address: str = Field("0.0.0.0", alias="bindAddress")
+    http_port: int = Field(9877, alias="httpPort", ge=0, le=65535, description="metrics/health")
+    kv_config_path: str = Field(default_factory=_default_kv_path, alias="kvConfigPath")
+    order_message_enable: bool = Field(False, alias="orderMessageEnable")
+    scan_not_active_broker_interval: int = Field(
+        10_000, alias="scanNotActiveBrokerInterval", gt=0, description="ms"
+    )
+    broker_channel_expired_time: int = Field(
+        120_000, alias="brokerChannelExpiredTime", gt=0, description="ms"
+    )
+    server_channel_max_idle_time_seconds: int = Field(
+        120, alias="serverChannelMaxIdleTimeSeconds", gt=0
+    )
+    config_black_list: str = Field(
+        "configBlackList;configStorePath;kvConfigPath", alias="configBlackList"
+    )
+
+    def black_listed(self) -> set[str]:
+        return {k.strip() for k in self.config_black_list.split(";") if k.strip()}

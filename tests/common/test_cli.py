@@ -1,0 +1,96 @@
+"""The ``rocketkube`` command line: version, help, and a real name server process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rocketkube.common import cli, local
+from rocketkube.common.remoting.client import RemotingClient
+from rocketkube.common.remoting.codes import RequestCode
+from rocketkube.common.remoting.command import RemotingCommand
+
+ROCKETKUBE = [sys.executable, "-m", "rocketkube.common"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith("rocketkube 0.")
+
+
+@pytest.mark.parametrize("command", sorted(cli.discover()))
+def test_every_subcommand_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([command, "--help"])
+    assert exit_info.value.code == 0
+    assert "usage: rocketkube " + command in capsys.readouterr().out
+
+
+def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([]) == 2
+    assert "namesrv" in capsys.readouterr().out
+
+
+def test_local_plan_starts_a_name_server(tmp_path: Path) -> None:
+    (child,) = local.plan(tmp_path, 9876)
+    assert child.args[:3] == ["namesrv", "--port", "9876"]
+    assert str(tmp_path / "namesrv" / "kvConfig.json") in child.args
+
+
+def test_bad_config_is_a_clear_error(tmp_path: Path) -> None:
+    conf = tmp_path / "namesrv.properties"
+    conf.write_text("listenPort=notaport\n")
+    proc = subprocess.run(
+        [*ROCKETKUBE, "namesrv", "-c", str(conf)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2
+    assert "listenPort" in proc.stderr
+
+
+async def test_namesrv_process_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
+    port, http_port = free_port(), free_port()
+    conf = tmp_path / "namesrv.properties"
+    conf.write_text(
+        f"# RocketMQ names\nlistenPort={port}\nkvConfigPath={tmp_path / 'kv.json'}\n"
+        "orderMessageEnable=true\nsomethingUnknown=1\n"
+    )
+    proc = await asyncio.create_subprocess_exec(
+        *ROCKETKUBE, "namesrv", "-c", str(conf), "--http-port", str(http_port),
+        stderr=asyncio.subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        client = RemotingClient()
+        for _ in range(300):
+            try:
+                resp = await client.invoke(
+                    f"127.0.0.1:{port}", RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG)
+                )
+                break
+            except Exception:
+                await asyncio.sleep(0.1)
+        else:
+            pytest.fail("name server did not start")
+        assert f"listenPort={port}" in bytes(resp.body).decode()
+        assert "orderMessageEnable=true" in bytes(resp.body).decode()
+        await client.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0
+    assert b"ignoring unknown property 'somethingUnknown'" in stderr
+    assert b"shutting down" in stderr
