@@ -38,7 +38,10 @@ def clock() -> FakeClock:
 @pytest.fixture
 def namesrv_settings(tmp_path: Path) -> NamesrvSettings:
     return NamesrvSettings(
-        listenPort=0, httpPort=0, bindAddress="127.0.0.1", kvConfigPath=str(tmp_path / "kv.json")
+        listen_port=0,
+        http_port=0,
+        bind_address="127.0.0.1",
+        kv_config_path=str(tmp_path / "kv.json"),
     )
 
 

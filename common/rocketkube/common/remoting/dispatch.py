@@ -9,7 +9,6 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Protocol
 
 from rocketkube.common.remoting import codes
 from rocketkube.common.remoting.command import RemotingCommand
@@ -18,8 +17,8 @@ from rocketkube.common.remoting.connection import Connection, Reply
 Processor = Callable[[Connection, RemotingCommand], Reply]
 
 
-class RequestObserver(Protocol):
-    def __call__(self, request_code: int, response_code: int | None, seconds: float) -> None: ...
+#: Told of every request: (request code, response code or None, seconds spent).
+RequestObserver = Callable[[int, int | None, float], None]
 
 
 def not_supported(code: int) -> RemotingCommand:
