@@ -4,6 +4,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 SOURCES := common namesrv broker client tests
+NODE_DIR := tests/interop/node
+NODE_STAMP := $(NODE_DIR)/node_modules/.installed-stamp
 
 .PHONY: install lint test pytest run clean
 
@@ -13,7 +15,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
-install: $(STAMP)
+# Real Node.js RocketMQ clients for the interop tests (skipped when npm is missing).
+$(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed-stamp; \
+	else echo "npm not found: the Node.js interop tests will be skipped"; fi
+
+install: $(STAMP) $(NODE_STAMP)
 
 lint: install
 	$(VENV)/bin/ruff check $(SOURCES)

@@ -46,10 +46,14 @@ def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert "namesrv" in capsys.readouterr().out
 
 
-def test_local_plan_starts_a_name_server(tmp_path: Path) -> None:
-    (child,) = local.plan(tmp_path, 9876)
-    assert child.args[:3] == ["namesrv", "--port", "9876"]
-    assert str(tmp_path / "namesrv" / "kvConfig.json") in child.args
+def test_local_plan_starts_a_name_server_and_brokers(tmp_path: Path) -> None:
+    namesrv, broker_a, broker_b = local.plan(tmp_path, 9876, brokers=2)
+    assert namesrv.args[:3] == ["namesrv", "--port", "9876"]
+    assert str(tmp_path / "namesrv" / "kvConfig.json") in namesrv.args
+    assert broker_a.name == "broker-a"
+    assert broker_b.args[broker_b.args.index("--port") + 1] == "10921"
+    assert broker_b.args[broker_b.args.index("--namesrv-addr") + 1] == "127.0.0.1:9876"
+    assert str(tmp_path / "broker-b") in broker_b.args
 
 
 def test_bad_config_is_a_clear_error(tmp_path: Path) -> None:

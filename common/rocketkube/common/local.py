@@ -27,9 +27,13 @@ class Child:
     args: list[str]
 
 
-def plan(data_dir: Path, namesrv_port: int) -> list[Child]:
-    """The processes of a local cluster (pure: tested without starting anything)."""
-    return [
+def plan(data_dir: Path, namesrv_port: int, brokers: int = 1) -> list[Child]:
+    """The processes of a local cluster (pure: tested without starting anything).
+
+    Broker ``i`` is ``broker-<letter>``, a master on port 10911 + 10*i (HTTP on +3),
+    with its store under ``data_dir/broker-<letter>``.
+    """
+    children = [
         Child(
             "namesrv",
             [
@@ -40,6 +44,22 @@ def plan(data_dir: Path, namesrv_port: int) -> list[Child]:
             ],
         ),
     ]  # fmt: skip
+    for i in range(brokers):
+        name = f"broker-{chr(ord('a') + i)}"
+        children.append(
+            Child(
+                name,
+                [
+                    "broker",
+                    "--namesrv-addr", f"127.0.0.1:{namesrv_port}",
+                    "--broker-name", name,
+                    "--port", str(10911 + 10 * i),
+                    "--broker-ip", "127.0.0.1",
+                    "--store", str(data_dir / name),
+                ],
+            )
+        )  # fmt: skip
+    return children
 
 
 async def supervise(children: list[Child]) -> int:
@@ -78,17 +98,19 @@ async def supervise(children: list[Child]) -> int:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", default=".data", help="where stores and configs live")
     parser.add_argument("--namesrv-port", type=int, default=9876)
+    parser.add_argument("--brokers", type=int, default=1, help="broker masters to start")
 
 
 def run(args: argparse.Namespace) -> int:
     runtime.configure_logging()
     data_dir = Path(args.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
-    children = plan(data_dir, args.namesrv_port)
+    children = plan(data_dir, args.namesrv_port, args.brokers)
+    brokers = ", ".join(f"127.0.0.1:{10911 + 10 * i}" for i in range(args.brokers))
     print(
-        f"local cluster: name server at 127.0.0.1:{args.namesrv_port}, "
-        f"metrics at http://127.0.0.1:{args.namesrv_port + 1}/metrics, data in {data_dir}; "
-        "Ctrl-C stops it",
+        f"local cluster: name server 127.0.0.1:{args.namesrv_port}, brokers {brokers}; "
+        f"metrics on http://127.0.0.1:{args.namesrv_port + 1}/metrics and each broker's "
+        f"port + 3; data in {data_dir}; Ctrl-C stops it",
         file=sys.stderr,
     )
     return runtime.run(supervise(children))

@@ -52,5 +52,7 @@ def _alias(model: type[pydantic.BaseModel], key: str) -> str:
 
 
 def to_properties(settings: pydantic.BaseModel) -> str:
-    """The settings as a properties text under their RocketMQ names."""
-    return format_properties(settings.model_dump(by_alias=True))
+    """The settings as a properties text under their RocketMQ names; unset ones left out."""
+    return format_properties(
+        {k: v for k, v in settings.model_dump(by_alias=True).items() if v is not None}
+    )

@@ -1,0 +1,189 @@
+"""The broker process: wires settings, store, managers, processors, registration,
+housekeeping and the HTTP side port. Only wiring lives here."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import prometheus_client
+
+from rocketkube.broker.clients import ClientManager
+from rocketkube.broker.context import BrokerContext
+from rocketkube.broker.groups import SubscriptionGroupManager
+from rocketkube.broker.long_polling import PullRequestHoldService
+from rocketkube.broker.metrics import BrokerCollector
+from rocketkube.broker.offsets import ConsumerOffsetManager
+from rocketkube.broker.processors import admin, client, offsets, pull, query, send
+from rocketkube.broker.registration import Registrar
+from rocketkube.broker.settings import BrokerSettings
+from rocketkube.broker.stats import BrokerStats
+from rocketkube.broker.store import MessageStore
+from rocketkube.broker.topics import TopicConfigManager
+from rocketkube.common.http_endpoint import HttpEndpoint
+from rocketkube.common.metrics import RequestMetrics
+from rocketkube.common.remoting.codes import ResponseCode
+from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.common.remoting.connection import Connection, Reply
+from rocketkube.common.remoting.dispatch import Dispatcher
+from rocketkube.common.remoting.server import RemotingServer
+
+log = logging.getLogger(__name__)
+
+#: How often silent client channels are looked for (RocketMQ: every 10 s).
+CLIENT_SCAN_SECONDS = 10.0
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class _Gate:
+    """Answers SYSTEM_BUSY until the broker is wired, then hands requests on."""
+
+    def __init__(self) -> None:
+        self.dispatcher: Dispatcher | None = None
+
+    def handle(self, conn: Connection, request: RemotingCommand) -> Reply:
+        if self.dispatcher is None:
+            return RemotingCommand.response(
+                ResponseCode.SYSTEM_BUSY, "[REJECTREQUEST]system busy, broker is starting"
+            )
+        return self.dispatcher.handle(conn, request)
+
+
+class BrokerApp:
+    """A running broker; ``port`` is the bound port once started."""
+
+    def __init__(self, settings: BrokerSettings, clock: Callable[[], int] = wall_clock_ms) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.registry = prometheus_client.CollectorRegistry()
+        self._gate = _Gate()
+        self.clients = ClientManager()
+        self.server = RemotingServer(
+            self._gate,
+            settings.bind_address,
+            settings.listen_port,
+            idle_timeout=settings.server_channel_max_idle_time_seconds,
+            on_close=self.clients.on_channel_closed,
+        )
+        self.http = HttpEndpoint(
+            self.registry, settings.bind_address, settings.effective_http_port, self._is_ready
+        )
+        self.ctx: BrokerContext | None = None
+        self.registrar: Registrar | None = None
+        self.holds: PullRequestHoldService | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._ready = False
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def address(self) -> str:
+        return f"{self.settings.broker_ip1}:{self.port}"
+
+    def _is_ready(self) -> bool:
+        return self._ready and self.registrar is not None and self.registrar.ready
+
+    async def start(self) -> None:
+        await self.server.start()
+        port = self.port
+        settings = self.settings
+        store = MessageStore(settings.store_config(listen_port=port), clock=self.clock)
+        report = store.open()
+        log.info("store opened: %s", report)
+        await store.start()
+        config_dir = Path(settings.store_path_root_dir) / "config"
+        topics = TopicConfigManager(settings, config_dir / "topics.json", self.clock)
+        topics.load()
+        groups = SubscriptionGroupManager(
+            config_dir / "subscriptionGroup.json",
+            self.clock,
+            auto_create=settings.auto_create_subscription_group,
+        )
+        groups.load()
+        consumer_offsets = ConsumerOffsetManager(config_dir / "consumerOffset.json")
+        consumer_offsets.load()
+        ctx = BrokerContext(
+            settings=settings,
+            store=store,
+            topics=topics,
+            groups=groups,
+            offsets=consumer_offsets,
+            clients=self.clients,
+            stats=BrokerStats(self.registry),
+            clock=self.clock,
+            broker_addr=f"{settings.broker_ip1}:{port}",
+            permission=settings.broker_permission,
+        )
+        self.ctx = ctx
+        registrar = Registrar(settings, ctx.broker_addr, topics, lambda: ctx.permission)
+        self.registrar = registrar
+        topics.on_change = registrar.request_registration
+        client.install(ctx)
+        self.holds = PullRequestHoldService(ctx)
+        holds = self.holds
+        self.registry.register(BrokerCollector(ctx, holds.held_count))
+        table = {}
+        table.update(send.table(ctx))
+        table.update(pull.table(ctx, holds))
+        table.update(offsets.table(ctx))
+        table.update(client.table(ctx))
+        table.update(query.table(ctx))
+        table.update(admin.table(ctx))
+        self._gate.dispatcher = Dispatcher(
+            table, RequestMetrics(self.registry, "rocketkube_broker")
+        )
+        await self.http.start()
+        registrar.start()
+        self._spawn(self._every(settings.flush_consumer_offset_interval / 1000,
+                                consumer_offsets.persist_if_dirty), "offset-persist")  # fmt: skip
+        self._spawn(self._every(CLIENT_SCAN_SECONDS, self._expire_clients), "client-expiry")
+        self._ready = True
+        log.info("broker %s (%s, id %d) serving on %s, cluster %s, name servers %s",
+                 settings.broker_name, settings.broker_role, settings.broker_id, ctx.broker_addr,
+                 settings.broker_cluster_name, settings.namesrv_addr or "none")  # fmt: skip
+
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        self._tasks.append(asyncio.create_task(coro, name=name))
+
+    async def _every(self, seconds: float, action: Callable[[], object]) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                action()
+            except Exception:
+                log.exception("periodic task %s failed", getattr(action, "__name__", action))
+
+    def _expire_clients(self) -> None:
+        for conn in self.clients.expire(self.clock(), self.settings.channel_expired_timeout):
+            conn.close()
+
+    async def stop(self) -> None:
+        self._ready = False
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        if self.registrar is not None:
+            await self.registrar.stop()
+        await self.http.stop()
+        await self.server.stop()
+        if self.holds is not None:
+            self.holds.close()
+        if self.ctx is not None:
+            self.ctx.offsets.persist()
+            self.ctx.topics.persist()
+            self.ctx.groups.persist()
+            await self.ctx.store.shutdown()
+        log.info("broker stopped")

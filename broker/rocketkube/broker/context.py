@@ -1,0 +1,30 @@
+"""Everything a processor may use, in one place, passed in (no globals)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rocketkube.broker.clients import ClientManager
+from rocketkube.broker.groups import SubscriptionGroupManager
+from rocketkube.broker.offsets import ConsumerOffsetManager
+from rocketkube.broker.settings import BrokerSettings
+from rocketkube.broker.stats import BrokerStats
+from rocketkube.broker.store import MessageStore
+from rocketkube.broker.topics import TopicConfigManager
+
+
+@dataclass(slots=True)
+class BrokerContext:
+    settings: BrokerSettings
+    store: MessageStore
+    topics: TopicConfigManager
+    groups: SubscriptionGroupManager
+    offsets: ConsumerOffsetManager
+    clients: ClientManager
+    stats: BrokerStats
+    clock: Callable[[], int]
+    broker_addr: str
+    """``brokerIP1:port`` as bound: the STOREHOST of records and the host of msgIds."""
+    permission: int
+    """The broker's own permission (``brokerPermission``; the name server can wipe W)."""

@@ -1,0 +1,112 @@
+"""Subscription groups (SubscriptionGroupManager), persisted to ``subscriptionGroup.json``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from rocketkube.broker.store import load_json, save_json
+from rocketkube.common.protocol.topic_config import DataVersion
+
+log = logging.getLogger(__name__)
+
+_WIRE_NAMES = {
+    "group_name": "groupName",
+    "consume_enable": "consumeEnable",
+    "consume_from_min_enable": "consumeFromMinEnable",
+    "consume_broadcast_enable": "consumeBroadcastEnable",
+    "retry_queue_nums": "retryQueueNums",
+    "retry_max_times": "retryMaxTimes",
+    "broker_id": "brokerId",
+    "which_broker_when_consume_slowly": "whichBrokerWhenConsumeSlowly",
+    "notify_consumer_ids_changed_enable": "notifyConsumerIdsChangedEnable",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionGroupConfig:
+    group_name: str
+    consume_enable: bool = True
+    consume_from_min_enable: bool = True
+    consume_broadcast_enable: bool = True
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = 0
+    which_broker_when_consume_slowly: int = 1
+    notify_consumer_ids_changed_enable: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {_WIRE_NAMES[k]: v for k, v in sorted(asdict(self).items())}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SubscriptionGroupConfig:
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            wire = _WIRE_NAMES[f.name]
+            if wire in data and data[wire] is not None:
+                raw = data[wire]
+                values[f.name] = (
+                    str(raw) if f.type == "str" else bool(raw) if f.type == "bool" else int(raw)
+                )
+        if "group_name" not in values:
+            raise ValueError("subscription group config without groupName")
+        return cls(**values)
+
+
+class SubscriptionGroupManager:
+    def __init__(self, path: Path, clock: Callable[[], int], *, auto_create: bool = True) -> None:
+        self.path = path
+        self.clock = clock
+        self.auto_create = auto_create
+        self.table: dict[str, SubscriptionGroupConfig] = {}
+        self.data_version = DataVersion(clock(), 0)
+        for name in ("TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP",
+                     "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION",
+                     "CID_ONSAPI_OWNER", "CID_RMQ_SYS_TRANS"):  # fmt: skip
+            self.table[name] = SubscriptionGroupConfig(name)
+
+    def load(self) -> None:
+        data = load_json(self.path)
+        if data is None:
+            return
+        for name, raw in (data.get("subscriptionGroupTable") or {}).items():
+            self.table[str(name)] = SubscriptionGroupConfig.from_json(raw)
+        self.data_version = DataVersion.from_json(data.get("dataVersion"))
+
+    def persist(self) -> None:
+        save_json(self.path, self.to_json())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dataVersion": self.data_version.to_json(),
+            "subscriptionGroupTable": {k: v.to_json() for k, v in self.table.items()},
+        }
+
+    def get(self, group: str) -> SubscriptionGroupConfig | None:
+        """The group's config, auto-created when allowed (findSubscriptionGroupConfig)."""
+        config = self.table.get(group)
+        if config is None and self.auto_create:
+            config = SubscriptionGroupConfig(group)
+            self.table[group] = config
+            log.info("subscription group %s auto-created", group)
+            self._changed()
+        return config
+
+    def update(self, config: SubscriptionGroupConfig) -> None:
+        self.table[config.group_name] = config
+        log.info("subscription group %s updated: %s", config.group_name, config)
+        self._changed()
+
+    def delete(self, group: str) -> bool:
+        if self.table.pop(group, None) is None:
+            return False
+        log.info("subscription group %s deleted", group)
+        self._changed()
+        return True
+
+    def _changed(self) -> None:
+        self.data_version = self.data_version.next(self.clock())
+        self.persist()

@@ -1,0 +1,154 @@
+"""Registering this broker with every name server: at start, every
+``registerNameServerPeriod`` (30 s), soon after any topic change, and unregistering at
+shutdown. Name server addresses may be host names (Kubernetes Service DNS names)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import zlib
+from collections.abc import Callable
+
+from rocketkube.broker.settings import BrokerSettings
+from rocketkube.broker.topics import TopicConfigManager
+from rocketkube.common import errors
+from rocketkube.common.protocol import namesrv_headers as h
+from rocketkube.common.protocol import permission
+from rocketkube.common.protocol.topic_config import RegisterBrokerBody, TopicConfigWrapper
+from rocketkube.common.remoting.client import RemotingClient
+from rocketkube.common.remoting.codes import RequestCode, ResponseCode
+from rocketkube.common.remoting.command import RemotingCommand
+
+log = logging.getLogger(__name__)
+
+#: After a topic change, wait this long so a burst of changes registers once.
+CHANGE_DEBOUNCE_SECONDS = 0.2
+
+
+class Registrar:
+    def __init__(
+        self,
+        settings: BrokerSettings,
+        broker_addr: str,
+        topics: TopicConfigManager,
+        permission_of_broker: Callable[[], int],
+        client: RemotingClient | None = None,
+    ) -> None:
+        self.settings = settings
+        self.broker_addr = broker_addr
+        self.topics = topics
+        self.permission_of_broker = permission_of_broker
+        self.client = client or RemotingClient()
+        self.master_addr: str | None = None
+        self.master_ha_addr: str | None = None
+        self.registered: set[str] = set()
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Registered with at least one name server (or none is configured)."""
+        return bool(self.registered) or not self.settings.namesrv_addrs
+
+    def _body(self) -> bytes:
+        wrapper = self.topics.wrapper()
+        perm = self.permission_of_broker()
+        if not perm & permission.PERM_WRITE:
+            wrapper = TopicConfigWrapper(
+                wrapper.data_version,
+                {
+                    name: dataclasses.replace(cfg, perm=cfg.perm & perm)
+                    for name, cfg in wrapper.topic_config_table.items()
+                },
+            )
+        return RegisterBrokerBody(wrapper).encode()
+
+    def _header(self, body: bytes) -> dict[str, str]:
+        return h.RegisterBrokerRequestHeader(
+            broker_name=self.settings.broker_name,
+            broker_addr=self.broker_addr,
+            cluster_name=self.settings.broker_cluster_name,
+            ha_server_addr=self.settings.ha_server_addr,
+            broker_id=self.settings.broker_id,
+            compressed=False,
+            body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
+        ).encode()
+
+    async def register_all(self) -> None:
+        body = self._body()
+        header = self._header(body)
+        timeout = self.settings.register_broker_timeout_mills / 1000
+        results = await asyncio.gather(
+            *(
+                self._register_one(addr, header, body, timeout)
+                for addr in self.settings.namesrv_addrs
+            )
+        )
+        del results
+
+    async def _register_one(
+        self, addr: str, header: dict[str, str], body: bytes, timeout: float
+    ) -> None:
+        request = RemotingCommand.request(RequestCode.REGISTER_BROKER, dict(header), body)
+        try:
+            resp = await self.client.invoke(addr, request, timeout)
+        except errors.RemotingError as exc:
+            if addr in self.registered:
+                log.warning("registration with name server %s failed: %s", addr, exc)
+            else:
+                log.info("name server %s not reachable yet: %s", addr, exc)
+            self.registered.discard(addr)
+            return
+        if resp.code != ResponseCode.SUCCESS:
+            log.warning("name server %s refused registration: %s %s", addr, resp.code, resp.remark)
+            self.registered.discard(addr)
+            return
+        result = h.RegisterBrokerResponseHeader.decode(resp.ext_fields)
+        if result.master_addr:
+            self.master_addr, self.master_ha_addr = result.master_addr, result.ha_server_addr
+        if addr not in self.registered:
+            log.info("registered with name server %s as %s", addr, self.broker_addr)
+        self.registered.add(addr)
+
+    async def unregister_all(self) -> None:
+        header = h.UnregisterBrokerRequestHeader(
+            broker_name=self.settings.broker_name,
+            broker_addr=self.broker_addr,
+            cluster_name=self.settings.broker_cluster_name,
+            broker_id=self.settings.broker_id,
+        ).encode()
+        for addr in self.settings.namesrv_addrs:
+            with contextlib.suppress(errors.RemotingError):
+                await self.client.invoke(
+                    addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, dict(header)), 3.0
+                )
+        self.registered.clear()
+
+    def request_registration(self) -> None:
+        """A topic changed: register again soon (bursts coalesce)."""
+        self._wakeup.set()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="broker-registration")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.unregister_all()
+        await self.client.close()
+
+    async def _loop(self) -> None:
+        period = self.settings.register_name_server_period / 1000
+        while True:
+            self._wakeup.clear()
+            try:
+                await self.register_all()
+            except Exception:
+                log.exception("registration round failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), period)
+                await asyncio.sleep(CHANGE_DEBOUNCE_SECONDS)

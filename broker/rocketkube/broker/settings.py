@@ -1,0 +1,127 @@
+"""Broker settings under RocketMQ's property names (BrokerConfig, MessageStoreConfig,
+NettyServerConfig), and their translation into the store's :class:`StoreConfig`."""
+
+from __future__ import annotations
+
+import enum
+import socket
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rocketkube.broker.store import FlushDiskType, StoreConfig
+
+
+class BrokerRole(enum.StrEnum):
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
+    SLAVE = "SLAVE"
+
+
+def _default_ip() -> str:
+    """RocketMQ advertises the host's address; fall back to loopback when it has none."""
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+def _default_store() -> str:
+    return str(Path.home() / "store")
+
+
+class BrokerSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
+
+    broker_cluster_name: str = Field("DefaultCluster", alias="brokerClusterName", min_length=1)
+    broker_name: str = Field("broker-a", alias="brokerName", min_length=1)
+    broker_id: int = Field(0, alias="brokerId", ge=0, description="0 is the master")
+    broker_role: BrokerRole = Field(BrokerRole.ASYNC_MASTER, alias="brokerRole")
+    namesrv_addr: str | None = Field(None, alias="namesrvAddr", description="a:9876;b:9876")
+    listen_port: int = Field(10911, alias="listenPort", ge=0, le=65535)
+    bind_address: str = Field("0.0.0.0", alias="bindAddress")
+    broker_ip1: str = Field(default_factory=_default_ip, alias="brokerIP1")
+    broker_ip2: str | None = Field(None, alias="brokerIP2", description="HA address")
+    ha_listen_port: int = Field(10912, alias="haListenPort", ge=0, le=65535)
+    http_port: int | None = Field(
+        None, alias="httpPort", ge=0, le=65535, description="metrics/health; listenPort+3"
+    )
+    broker_permission: int = Field(6, alias="brokerPermission", ge=0, le=7)
+    region_id: str = Field("DefaultRegion", alias="regionId")
+    trace_on: bool = Field(True, alias="traceOn")
+    auto_create_topic_enable: bool = Field(True, alias="autoCreateTopicEnable")
+    auto_create_subscription_group: bool = Field(True, alias="autoCreateSubscriptionGroup")
+    default_topic_queue_nums: int = Field(8, alias="defaultTopicQueueNums", ge=1, le=1024)
+    cluster_topic_enable: bool = Field(True, alias="clusterTopicEnable")
+    broker_topic_enable: bool = Field(True, alias="brokerTopicEnable")
+    reject_transaction_message: bool = Field(False, alias="rejectTransactionMessage")
+    register_name_server_period: int = Field(30_000, alias="registerNameServerPeriod", gt=0)
+    register_broker_timeout_mills: int = Field(6_000, alias="registerBrokerTimeoutMills", gt=0)
+    long_polling_enable: bool = Field(True, alias="longPollingEnable")
+    short_polling_time_mills: int = Field(1_000, alias="shortPollingTimeMills", gt=0)
+    notify_consumer_ids_changed_enable: bool = Field(True, alias="notifyConsumerIdsChangedEnable")
+    channel_expired_timeout: int = Field(120_000, alias="channelExpiredTimeout", gt=0)
+    server_channel_max_idle_time_seconds: int = Field(
+        120, alias="serverChannelMaxIdleTimeSeconds", gt=0
+    )
+    flush_consumer_offset_interval: int = Field(5_000, alias="flushConsumerOffsetInterval", gt=0)
+
+    # Message store (MessageStoreConfig)
+    store_path_root_dir: str = Field(default_factory=_default_store, alias="storePathRootDir")
+    flush_disk_type: FlushDiskType = Field(FlushDiskType.ASYNC_FLUSH, alias="flushDiskType")
+    mapped_file_size_commit_log: int = Field(1 << 30, alias="mappedFileSizeCommitLog", gt=4096)
+    mapped_file_size_consume_queue: int = Field(6_000_000, alias="mappedFileSizeConsumeQueue", gt=0)
+    sync_flush_timeout: int = Field(5_000, alias="syncFlushTimeout", gt=0)
+    flush_interval_commit_log: int = Field(500, alias="flushIntervalCommitLog", gt=0)
+    file_reserved_time: int = Field(72, alias="fileReservedTime", gt=0)
+    delete_when: str = Field("04", alias="deleteWhen")
+    disk_max_used_space_ratio: int = Field(75, alias="diskMaxUsedSpaceRatio", ge=10, le=95)
+    max_message_size: int = Field(4 * 1024 * 1024, alias="maxMessageSize", gt=0)
+    message_delay_level: str = Field(
+        "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h", alias="messageDelayLevel"
+    )
+    max_hash_slot_num: int = Field(5_000_000, alias="maxHashSlotNum", gt=0)
+    max_index_num: int = Field(20_000_000, alias="maxIndexNum", gt=0)
+
+    @property
+    def broker_addr(self) -> str:
+        """``brokerIP1:listenPort``: what clients connect to and msgIds carry."""
+        return f"{self.broker_ip1}:{self.listen_port}"
+
+    @property
+    def ha_server_addr(self) -> str:
+        return f"{self.broker_ip2 or self.broker_ip1}:{self.ha_listen_port}"
+
+    @property
+    def effective_http_port(self) -> int:
+        """Derived from listenPort when unset, so brokers on one machine never collide."""
+        if self.http_port is not None:
+            return self.http_port
+        return 0 if self.listen_port == 0 else self.listen_port + 3
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return [a.strip() for a in (self.namesrv_addr or "").split(";") if a.strip()]
+
+    @property
+    def is_master(self) -> bool:
+        return self.broker_role is not BrokerRole.SLAVE
+
+    def store_config(self, listen_port: int | None = None) -> StoreConfig:
+        port = self.listen_port if listen_port is None else listen_port
+        return StoreConfig(
+            store_path_root_dir=Path(self.store_path_root_dir),
+            store_host=f"{self.broker_ip1}:{port}",
+            mapped_file_size_commit_log=self.mapped_file_size_commit_log,
+            mapped_file_size_consume_queue=self.mapped_file_size_consume_queue,
+            flush_disk_type=self.flush_disk_type,
+            sync_flush_timeout=self.sync_flush_timeout,
+            flush_interval_commit_log=self.flush_interval_commit_log,
+            file_reserved_time=self.file_reserved_time,
+            delete_when=self.delete_when,
+            disk_max_used_space_ratio=self.disk_max_used_space_ratio,
+            max_message_size=self.max_message_size,
+            message_delay_level=self.message_delay_level,
+            max_hash_slot_num=self.max_hash_slot_num,
+            max_index_num=self.max_index_num,
+        )

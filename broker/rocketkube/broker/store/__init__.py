@@ -1,0 +1,68 @@
+"""The broker's message store: pure storage, no networking (RocketMQ's store design).
+
+One commit log holds every message; consume queues (per topic and queue) and a key index
+are derived from it by the dispatcher; a checkpoint says how far all of it is on disk.
+
+Modules (private layers under this public surface):
+
+- ``message_store``  :class:`MessageStore`, the facade the broker calls
+- ``settings``       :class:`StoreConfig`, :class:`FlushDiskType`, store paths
+- ``model``          :class:`InnerMessage` in; put/get/query results and statuses out
+- ``commitlog``      segments, the append path, raw reads
+- ``mapped_file``    mapped segment files and their queue
+- ``consume_queue``  20-byte entries per (topic, queueId)
+- ``index``          the key index files
+- ``dispatch``       commit log records -> consume queues, index, arrival listeners
+- ``flush``          group commit, async flush, consume queue/index/checkpoint flush
+- ``checkpoint``     the checkpoint file
+- ``recovery``       clean and crash recovery
+- ``retention``      deleting old segments, the disk-full guard
+- ``config_file``    atomic JSON config files with ``.bak`` fallback
+- ``errors``         :class:`StoreError` and subclasses
+
+The store imports nothing from the broker's app or processors.
+"""
+
+from __future__ import annotations
+
+from rocketkube.broker.store.config_file import load_json, load_text, save_json, save_text
+from rocketkube.broker.store.errors import StoreCorruptedError, StoreError, StoreLockedError
+from rocketkube.broker.store.message_store import MessageStore
+from rocketkube.broker.store.model import (
+    AppendResult,
+    ArrivalListener,
+    FlushTicket,
+    GetResult,
+    GetStatus,
+    InnerMessage,
+    PutResult,
+    PutStatus,
+    QueryResult,
+    TagFilter,
+)
+from rocketkube.broker.store.recovery import RecoveryReport
+from rocketkube.broker.store.settings import FlushDiskType, StoreConfig
+
+__all__ = [
+    "AppendResult",
+    "ArrivalListener",
+    "FlushDiskType",
+    "FlushTicket",
+    "GetResult",
+    "GetStatus",
+    "InnerMessage",
+    "MessageStore",
+    "PutResult",
+    "PutStatus",
+    "QueryResult",
+    "RecoveryReport",
+    "StoreConfig",
+    "StoreCorruptedError",
+    "StoreError",
+    "StoreLockedError",
+    "TagFilter",
+    "load_json",
+    "load_text",
+    "save_json",
+    "save_text",
+]

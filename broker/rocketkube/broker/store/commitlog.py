@@ -1,0 +1,293 @@
+"""The commit log: every message of every topic, appended back to back in segment files.
+
+A record (``rocketkube.common.message.record``) lives at a global physical offset =
+segment start + position. A segment ends with an 8-byte blank filler when the next record
+(or batch) does not fit with 8 bytes to spare; a batch is never split across segments::
+
+    segment N                                              segment N+1
+    +--------+--------+-----+--------+--------------------+ +--------+-----
+    | rec    | rec    | ... | rec    | size|BLANK  (junk) | | rec    | ...
+    +--------+--------+-----+--------+--------------------+ +--------+-----
+                                     ^ filler: size = bytes left in the segment
+
+Appending assigns each message its queue offset from the ``(topic, queueId) -> next
+offset`` table (PREPARED and ROLLBACK transaction parts get 0 and do not advance it), stamps
+the store time, and packs the record straight into the mapping. Nothing here flushes
+(``flush``), dispatches (``dispatch``) or recovers (``recovery``); this module only knows
+bytes and offsets.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+from collections.abc import Iterator, Sequence
+
+from rocketkube.broker.store import mapped_file, model, settings
+from rocketkube.common.message import record
+
+__all__ = ["CommitLog", "Scan"]
+
+_log = logging.getLogger(__name__)
+
+_PREPARED = 0x4
+_ROLLBACK = 0xC
+_TX_MASK = 0xC
+_BLANK_RESERVE = 8  # a record must leave room for the end-of-segment filler
+_POPULATE_AHEAD = 1 << 20  # pages are mapped for writing this far ahead of the writer
+
+
+class Scan:
+    """Iterates the valid records from an offset; ``end`` is where validity stopped.
+
+    Each item is ``(file, position, size)``. Iteration stops at the first torn or corrupt
+    record, at never-written bytes, or at the end of the last segment; blank fillers move
+    to the next segment.
+    """
+
+    __slots__ = ("_log", "_start", "end", "records")
+
+    def __init__(self, log: CommitLog, start: int) -> None:
+        self._log = log
+        self._start = start
+        self.end = start
+        self.records = 0
+
+    def __iter__(self) -> Iterator[tuple[mapped_file.MappedFile, int, int]]:
+        files = self._log.files
+        mapped = files.find(self._start)
+        if mapped is None:
+            return
+        pos = self._start - mapped.start
+        while True:
+            result = record.check(mapped.view, pos, mapped.size, expected_offset=mapped.start + pos)
+            if result > 0:
+                self.records += 1
+                yield mapped, pos, result
+                pos += result
+                self.end = mapped.start + pos
+                continue
+            if result == record.CHECK_BLANK:
+                following = files.find(mapped.end)
+                self.end = mapped.end
+                if following is None:
+                    return
+                mapped, pos = following, 0
+                continue
+            self.end = mapped.start + pos
+            return
+
+
+class CommitLog:
+    """The segments of the commit log, the append path and raw reads."""
+
+    def __init__(self, paths: settings.StorePaths, config: settings.StoreConfig,
+                 store_host: bytes) -> None:  # fmt: skip
+        self.files = mapped_file.MappedFileQueue(
+            paths.commit_log,
+            config.mapped_file_size_commit_log,
+            preallocate=config.preallocate_commit_log,
+        )
+        self.file_size = config.mapped_file_size_commit_log
+        self.max_body_size = config.max_message_size
+        self.store_host = store_host
+        self.host_hex = store_host.hex().upper()
+        self.queue_offsets: dict[tuple[str, int], int] = {}
+        """Next queue offset of each (topic, queueId)."""
+        self.flushed_offset = 0
+        """Everything below this offset is on disk."""
+        self.last_store_timestamp = 0
+        """Store time of the last appended record."""
+        self._topics: dict[str, bytes] = {}
+        self._populate = True  # off once the kernel says MADV_POPULATE_WRITE is unknown
+
+    # -- offsets ---------------------------------------------------------------------------
+
+    @property
+    def min_offset(self) -> int:
+        """Offset of the oldest record still stored."""
+        return self.files.min_offset
+
+    @property
+    def max_offset(self) -> int:
+        """Offset where the next record goes."""
+        return self.files.max_offset
+
+    # -- append ----------------------------------------------------------------------------
+
+    def _topic_bytes(self, topic: str) -> bytes | None:
+        """The topic's UTF-8 (cached), or ``None`` when it cannot be stored: empty, over
+        127 bytes, or unusable as a consume queue directory name."""
+        encoded = topic.encode("utf-8", "replace")
+        if not 0 < len(encoded) <= record.MAX_TOPIC_SIZE or topic in (".", ".."):
+            return None
+        if "/" in topic or "\\" in topic or "\x00" in topic:
+            return None
+        if len(self._topics) > 100_000:
+            self._topics.clear()
+        self._topics[topic] = encoded
+        return encoded
+
+    def _validate(self, messages: Sequence[model.InnerMessage]) -> tuple[int, str]:
+        """Total size of the records, or ``(-status-code, error)`` when one is illegal."""
+        topics = self._topics
+        max_body = self.max_body_size
+        fixed = record.record_size(0, 0, 0, 0, len(self.store_host))
+        total = 0
+        for message in messages:
+            topic = topics.get(message.topic) or self._topic_bytes(message.topic)
+            if topic is None:
+                return -1, f"topic {message.topic[:40]!r}: 1 to 127 bytes, no / or NUL"
+            body_len = len(message.body)
+            if body_len > max_body:
+                return -1, f"body of {body_len} bytes exceeds maxMessageSize {max_body}"
+            props_len = len(message.properties)
+            if props_len > record.MAX_PROPERTIES_SIZE:
+                return -2, f"properties of {props_len} bytes exceed 32767"
+            total += fixed + len(message.born_host) + body_len + len(topic) + props_len
+        if total + _BLANK_RESERVE > self.file_size:
+            return -1, f"{total} bytes of records do not fit a {self.file_size}-byte segment"
+        return total, ""
+
+    def _writable(self, total: int) -> mapped_file.MappedFile:
+        """The segment to write ``total`` bytes into, closing the current one if needed."""
+        mapped = self.files.last
+        if mapped is None:
+            return self.files.roll(0)
+        if total + _BLANK_RESERVE > mapped.remaining:
+            if mapped.remaining >= _BLANK_RESERVE:
+                record.blank_into(mapped.mm, mapped.wrote, mapped.remaining)
+            mapped.wrote = mapped.size
+            mapped = self.files.roll()
+        return mapped
+
+    def append(
+        self, messages: Sequence[model.InnerMessage], now: int
+    ) -> tuple[model.PutStatus, str, list[model.AppendResult]]:
+        """Append ``messages`` contiguously in one segment, stamped with store time ``now``."""
+        total, error = self._validate(messages)
+        if total < 0:
+            status = (
+                model.PutStatus.PROPERTIES_SIZE_EXCEEDED
+                if total == -2
+                else model.PutStatus.MESSAGE_ILLEGAL
+            )
+            return status, error, []
+        try:
+            mapped = self._writable(total)
+        except OSError as exc:
+            _log.error("cannot create a commit log segment: %s", exc)
+            return model.PutStatus.CREATE_MAPPED_FILE_FAILED, str(exc), []
+        if self._populate and mapped.wrote + total > mapped.populated:
+            try:
+                mapped.populate(mapped.wrote + total + _POPULATE_AHEAD)
+            except OSError as exc:
+                if exc.errno == errno.EINVAL:
+                    self._populate = False
+                else:
+                    _log.error("cannot reserve commit log pages: %s", exc)
+                    return model.PutStatus.SERVICE_NOT_AVAILABLE, f"disk: {exc}", []
+        mm = mapped.mm
+        base = mapped.start
+        pos = mapped.wrote
+        topics = self._topics
+        queue_offsets = self.queue_offsets
+        host = self.store_host
+        host_hex = self.host_hex
+        encode_into = record.encode_into
+        appended: list[model.AppendResult] = []
+        add = appended.append
+        for message in messages:
+            sys_flag = message.sys_flag
+            tx = sys_flag & _TX_MASK
+            if tx in (_PREPARED, _ROLLBACK):
+                queue_offset = 0
+            else:
+                key = (message.topic, message.queue_id)
+                queue_offset = queue_offsets.get(key, 0)
+                queue_offsets[key] = queue_offset + 1
+            phys = base + pos
+            size = encode_into(
+                mm,
+                pos,
+                topic=topics[message.topic],
+                queue_id=message.queue_id,
+                flag=message.flag,
+                queue_offset=queue_offset,
+                physical_offset=phys,
+                sys_flag=sys_flag,
+                born_timestamp=message.born_timestamp,
+                born_host=message.born_host,
+                store_timestamp=now,
+                store_host=host,
+                reconsume_times=message.reconsume_times,
+                prepared_transaction_offset=message.prepared_transaction_offset,
+                body=message.body,
+                properties=message.properties,
+            )
+            add(model.AppendResult(phys, size, queue_offset, f"{host_hex}{phys:016X}", now))
+            pos += size
+        mapped.wrote = pos
+        self.last_store_timestamp = now
+        return model.PutStatus.PUT_OK, "", appended
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def read(self, offset: int, size: int) -> memoryview | None:
+        """A zero-copy view of ``size`` written bytes at ``offset``, within one segment."""
+        mapped = self.files.find(offset)
+        if mapped is None:
+            return None
+        pos = offset - mapped.start
+        if pos + size > mapped.wrote or size <= 0:
+            return None
+        return mapped.view[pos : pos + size]
+
+    def read_from(self, offset: int, max_bytes: int) -> memoryview | None:
+        """Written bytes from ``offset`` to the end of its segment, at most ``max_bytes``."""
+        mapped = self.files.find(offset)
+        if mapped is None:
+            return None
+        pos = offset - mapped.start
+        end = min(mapped.wrote, pos + max_bytes)
+        if pos >= end:
+            return None
+        return mapped.view[pos:end]
+
+    def record_at(self, offset: int) -> memoryview | None:
+        """The whole record starting at ``offset``, or ``None`` when no record starts there."""
+        mapped = self.files.find(offset)
+        if mapped is None:
+            return None
+        pos = offset - mapped.start
+        size = record.check(mapped.view, pos, mapped.wrote, expected_offset=offset,
+                            verify_crc=False)  # fmt: skip
+        if size <= 0:
+            return None
+        return mapped.view[pos : pos + size]
+
+    def store_timestamp_at(self, offset: int) -> int:
+        """Store time of the record at ``offset``; -1 when it cannot be read."""
+        mapped = self.files.find(offset)
+        if mapped is None or offset - mapped.start + 76 > mapped.wrote:
+            return -1
+        return record.store_timestamp_at(mapped.view, offset - mapped.start)
+
+    # -- recovery and retention ------------------------------------------------------------
+
+    def scan(self, start: int) -> Scan:
+        """Valid records from ``start`` (see :class:`Scan`)."""
+        return Scan(self, start)
+
+    def truncate(self, offset: int) -> None:
+        """Drop everything at or after ``offset`` (zeroed, later segments deleted)."""
+        self.files.truncate(offset)
+        self.flushed_offset = min(self.flushed_offset, offset)
+
+    def set_end(self, offset: int) -> None:
+        """Trust ``offset`` as the end of the data (clean restart): later segments go."""
+        self.files.truncate(offset)
+        self.flushed_offset = offset
+
+    def close(self) -> None:
+        self.files.close()

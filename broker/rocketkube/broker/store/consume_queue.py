@@ -1,0 +1,297 @@
+"""Consume queues: per (topic, queueId), the list of that queue's records in the commit log.
+
+Entry N (the message at queue offset N) sits at byte N x 20 of the queue's byte space,
+split into files of ``mappedFileSizeConsumeQueue`` bytes named by their first byte::
+
+    consumequeue/<topic>/<queueId>/00000000000000000000
+    +---------------------------+-----------------+---------------------------+
+    | commit log offset  int64  | size     int32  | tags code          int64  |  20 bytes
+    +---------------------------+-----------------+---------------------------+
+
+A queue whose first message has an offset above 0 (after retention, or rebuilt) starts
+with a file back-filled with blank entries ``(0, 0x7FFFFFFF, 0)`` up to that offset.
+Never-written entries are zeros: a real entry has size > 0, which finds the end of a file
+by binary search. Entries are in commit log order, which makes "first entry at or past a
+commit log offset" a binary search too (recovery truncation, retention).
+
+The tags code is the Java hash of TAGS, or for the schedule topic the delivery time.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import struct
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Final
+
+from rocketkube.broker.store import mapped_file, settings
+
+__all__ = ["BLANK_SIZE", "ENTRY", "ConsumeQueue", "ConsumeQueueTable"]
+
+_log = logging.getLogger(__name__)
+
+ENTRY: Final = struct.Struct(">qiq")
+UNIT: Final = settings.CQ_ENTRY_SIZE
+BLANK_SIZE: Final = 0x7FFFFFFF
+_BLANK: Final = ENTRY.pack(0, BLANK_SIZE, 0)
+
+
+class ConsumeQueue:
+    """The consume queue of one (topic, queueId)."""
+
+    __slots__ = ("directory", "file_size", "files", "min_logic", "queue_id", "topic")
+
+    def __init__(self, directory: Path, topic: str, queue_id: int, file_size: int) -> None:
+        if file_size % UNIT:
+            raise ValueError(f"consume queue file size {file_size} is not a multiple of 20")
+        self.directory = directory
+        self.topic = topic
+        self.queue_id = queue_id
+        self.file_size = file_size
+        self.files = mapped_file.MappedFileQueue(directory, file_size)
+        self.min_logic = 0
+        """Byte position of the first real entry."""
+
+    def __repr__(self) -> str:
+        return f"ConsumeQueue({self.topic}-{self.queue_id}, {self.min_offset}..{self.max_offset})"
+
+    @property
+    def min_offset(self) -> int:
+        """Queue offset of the first message still available."""
+        return self.min_logic // UNIT
+
+    @property
+    def max_offset(self) -> int:
+        """Queue offset the next message will get (the message count if none expired)."""
+        return self.files.max_offset // UNIT
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def put(self, queue_offset: int, phys: int, size: int, tags_code: int) -> None:
+        """Record the message at ``queue_offset``; a duplicate (already there) is ignored."""
+        pos = queue_offset * UNIT
+        last = self.files.last
+        if last is not None and pos == last.start + last.wrote and last.wrote < last.size:
+            ENTRY.pack_into(last.mm, last.wrote, phys, size, tags_code)
+            last.wrote += UNIT
+            return
+        self._put_slow(pos, phys, size, tags_code)
+
+    def _put_slow(self, pos: int, phys: int, size: int, tags_code: int) -> None:
+        end = self.files.max_offset
+        last = self.files.last
+        if last is not None and pos < end:
+            return  # already dispatched (a replay)
+        if last is not None and pos > end:
+            if end > self.min_logic and pos - end <= self.file_size:
+                _log.warning("%r: gap %d..%d filled with blanks", self, end // UNIT, pos // UNIT)
+                self._fill_blanks(end, pos)
+            else:
+                self.files.delete_all()
+                last = None
+        if last is None:
+            start = pos - pos % self.file_size
+            self.files.roll(start)
+            self._fill_blanks(start, pos)
+            self.min_logic = pos
+        last = self.files.last
+        assert last is not None
+        if last.wrote >= last.size:
+            last = self.files.roll()
+        ENTRY.pack_into(last.mm, last.wrote, phys, size, tags_code)
+        last.wrote += UNIT
+
+    def _fill_blanks(self, start: int, end: int) -> None:
+        """Write blank entries over byte positions ``[start, end)``, rolling as needed."""
+        while start < end:
+            last = self.files.last
+            if last is None or last.wrote >= last.size:
+                last = self.files.roll()
+            count = min(end - start, last.size - last.wrote) // UNIT
+            last.mm[last.wrote : last.wrote + count * UNIT] = _BLANK * count
+            last.wrote += count * UNIT
+            start += count * UNIT
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def entries(self, offset: int, max_bytes: int) -> memoryview | None:
+        """Entries from ``offset`` to the end of its file's written part, capped; ``None``
+        when that file is gone."""
+        pos = offset * UNIT
+        mapped = self.files.find(pos)
+        if mapped is None:
+            return None
+        rel = pos - mapped.start
+        end = min(mapped.wrote, rel + max_bytes - max_bytes % UNIT)
+        if rel >= end:
+            return None
+        return mapped.view[rel:end]
+
+    def entry(self, offset: int) -> tuple[int, int, int] | None:
+        """``(commit log offset, size, tags code)`` at ``offset``, if written."""
+        pos = offset * UNIT
+        mapped = self.files.find(pos)
+        if mapped is None or pos - mapped.start + UNIT > mapped.wrote:
+            return None
+        phys, size, tags = ENTRY.unpack_from(mapped.mm, pos - mapped.start)
+        return phys, size, tags
+
+    def next_file_offset(self, offset: int) -> int:
+        """Queue offset of the start of the file after the one holding ``offset``."""
+        pos = offset * UNIT
+        return (pos - pos % self.file_size + self.file_size) // UNIT
+
+    def offset_by_time(self, timestamp: int, store_time: Callable[[int], int]) -> int:
+        """Queue offset whose message's store time is ``timestamp``, else the closer
+        neighbour (the earlier one on a tie); 0 when the queue is empty.
+
+        ``store_time`` reads a store time from a commit log offset.
+        """
+        low, high = self.min_offset, self.max_offset
+        if low >= high:
+            return 0
+
+        def at(offset: int) -> int:
+            found = self.entry(offset)
+            return store_time(found[0]) if found is not None else -1
+
+        left, right = low, high
+        while left < right:
+            middle = (left + right) // 2
+            if at(middle) < timestamp:
+                left = middle + 1
+            else:
+                right = middle
+        if left == high:
+            return high - 1
+        found = at(left)
+        if found == timestamp or left == low:
+            return left
+        before = at(left - 1)
+        return left if found - timestamp < timestamp - before else left - 1
+
+    # -- recovery and retention ------------------------------------------------------------
+
+    def _search(self, mapped: mapped_file.MappedFile, drop: Callable[[int, int], bool]) -> int:
+        """First entry index in ``mapped`` for which ``drop(phys, size)`` holds (monotone)."""
+        view = mapped.mm
+        low, high = 0, mapped.wrote // UNIT
+        while low < high:
+            middle = (low + high) // 2
+            phys, size, _tags = ENTRY.unpack_from(view, middle * UNIT)
+            if drop(phys, size):
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
+    def truncate_from(self, limit: int) -> None:
+        """Drop never-written entries and entries of commit log offset >= ``limit``."""
+
+        def drop(phys: int, size: int) -> bool:
+            return size == 0 or (size != BLANK_SIZE and phys >= limit)
+
+        files = self.files.files
+        for index in range(len(files) - 1, -1, -1):
+            mapped = files[index]
+            first = self._search(mapped, drop)
+            if first == 0 and index > 0:
+                continue
+            self.files.truncate(mapped.start + first * UNIT)
+            break
+        self.min_logic = min(self.min_logic, self.files.max_offset)
+
+    def correct_min_offset(self, min_phys: int) -> None:
+        """Set the min offset to the first real entry at or past commit log ``min_phys``."""
+
+        def drop(phys: int, size: int) -> bool:
+            return size != BLANK_SIZE and phys >= min_phys
+
+        for mapped in self.files:
+            first = self._search(mapped, drop)
+            if first * UNIT < mapped.wrote:
+                self.min_logic = mapped.start + first * UNIT
+                return
+        self.min_logic = self.files.max_offset
+
+    def delete_expired(self, min_phys: int) -> int:
+        """Delete leading files whose entries all point below ``min_phys``; keep the last."""
+        count = 0
+        for mapped in self.files.files[:-1]:
+            phys, size, _ = ENTRY.unpack_from(mapped.mm, mapped.wrote - UNIT)
+            if size == BLANK_SIZE or phys >= min_phys:
+                break
+            count += 1
+        if count:
+            self.files.delete_first(count)
+        self.correct_min_offset(min_phys)
+        return count
+
+    def destroy(self) -> None:
+        self.files.delete_all()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class ConsumeQueueTable:
+    """All consume queues of a store, by (topic, queueId)."""
+
+    def __init__(self, paths: settings.StorePaths, file_size: int) -> None:
+        self._paths = paths
+        self.file_size = file_size
+        self.queues: dict[tuple[str, int], ConsumeQueue] = {}
+
+    def load(self) -> None:
+        """Open every queue found under ``consumequeue/``."""
+        root = self._paths.consume_queue
+        if not root.is_dir():
+            return
+        for topic_dir in sorted(root.iterdir()):
+            if not topic_dir.is_dir():
+                continue
+            for queue_dir in sorted(topic_dir.iterdir()):
+                if not queue_dir.is_dir() or not queue_dir.name.isdigit():
+                    continue
+                queue = ConsumeQueue(queue_dir, topic_dir.name, int(queue_dir.name),
+                                     self.file_size)  # fmt: skip
+                queue.files.load()
+                self.queues[(queue.topic, queue.queue_id)] = queue
+
+    def __iter__(self) -> Iterator[ConsumeQueue]:
+        return iter(list(self.queues.values()))
+
+    def find(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self.queues.get((topic, queue_id))
+
+    def find_or_create(self, topic: str, queue_id: int) -> ConsumeQueue:
+        key = (topic, queue_id)
+        queue = self.queues.get(key)
+        if queue is None:
+            directory = self._paths.queue_dir(topic, queue_id)
+            queue = self.queues[key] = ConsumeQueue(directory, topic, queue_id, self.file_size)
+        return queue
+
+    def topic_queues(self, topic: str) -> list[ConsumeQueue]:
+        return [q for (t, _), q in self.queues.items() if t == topic]
+
+    def delete_topic(self, topic: str) -> int:
+        """Delete every queue of ``topic``; return how many there were."""
+        gone = self.topic_queues(topic)
+        for queue in gone:
+            del self.queues[(queue.topic, queue.queue_id)]
+            queue.destroy()
+        shutil.rmtree(self._paths.consume_queue / topic, ignore_errors=True)
+        return len(gone)
+
+    def dirty(self) -> list[tuple[mapped_file.MappedFile, int]]:
+        """Files with unflushed entries, with their write positions."""
+        out: list[tuple[mapped_file.MappedFile, int]] = []
+        for queue in self.queues.values():
+            out.extend(queue.files.dirty())
+        return out
+
+    def close(self) -> None:
+        for queue in self.queues.values():
+            queue.files.close()
+        self.queues.clear()

@@ -1,0 +1,176 @@
+"""The dispatcher: turns appended records into consume queue entries and index keys.
+
+Called synchronously right after each append batch (so a pull sees a message as soon as
+its send returns), and by recovery for records re-read from the commit log. Per record:
+
+- consume queue ``(topic, queueId)``: entry (offset, size, tags code) at its queue offset,
+  unless the record is a PREPARED or ROLLBACK transaction part;
+- index: ``topic#UNIQ_KEY`` and ``topic#k`` for each KEYS token, unless ROLLBACK.
+
+After a batch, each arrival listener is called once per queue that grew, with the tags
+codes of the new entries: the broker wakes long-polling pulls from there.
+
+The tags code is the Java hash of TAGS, except on ``SCHEDULE_TOPIC_XXXX`` where it is the
+delivery time: store time plus the delay of the DELAY level. Properties are read straight
+from the UTF-8 bytes (``name\\x01value\\x02``) without decoding the whole string.
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from collections.abc import Sequence
+from typing import Final
+
+from rocketkube.broker.store import consume_queue, index, model, settings
+from rocketkube.common.message import hashing, record
+
+__all__ = ["SCHEDULE_TOPIC", "Dispatcher", "property_value"]
+
+_log = logging.getLogger(__name__)
+
+SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
+_PREPARED: Final = 0x4
+_ROLLBACK: Final = 0xC
+_TX_MASK: Final = 0xC
+_TAGS: Final = b"TAGS\x01"
+_KEYS: Final = b"KEYS\x01"
+_UNIQ_KEY: Final = b"UNIQ_KEY\x01"
+_DELAY: Final = b"DELAY\x01"
+_INT_MAX: Final = 0x7FFFFFFF
+
+
+def property_value(properties: bytes, name: bytes) -> bytes | None:
+    """The value of property ``name`` (given as ``b"NAME\\x01"``); the last one wins.
+
+    ``None`` when absent or empty, as Java's parser drops empty values.
+    """
+    end = len(properties)
+    while True:
+        at = properties.rfind(name, 0, end)
+        if at < 0:
+            return None
+        if at == 0 or properties[at - 1] == 2:
+            break
+        end = at + len(name) - 1
+    start = at + len(name)
+    stop = properties.find(b"\x02", start)
+    value = properties[start:] if stop < 0 else properties[start:stop]
+    return value or None
+
+
+class Dispatcher:
+    """Feeds the consume queues and the index; calls the arrival listeners."""
+
+    def __init__(
+        self,
+        queues: consume_queue.ConsumeQueueTable,
+        index_service: index.IndexService | None,
+        config: settings.StoreConfig,
+    ) -> None:
+        self._queues = queues
+        self._index = index_service
+        self._delays = config.delay_levels_ms()
+        self._tags: dict[bytes, int] = {}
+        self.listeners: list[model.ArrivalListener] = []
+
+    # -- codes -----------------------------------------------------------------------------
+
+    def tags_code(self, topic: str, properties: bytes, store_ts: int) -> int:
+        """The consume queue tags code of a record."""
+        if topic == SCHEDULE_TOPIC:
+            level_text = property_value(properties, _DELAY)
+            if level_text is not None:
+                try:
+                    level = min(int(level_text), len(self._delays))
+                except ValueError:
+                    level = 0
+                if level > 0:
+                    return store_ts + self._delays[level - 1]
+        tags = property_value(properties, _TAGS)
+        if tags is None:
+            return 0
+        code = self._tags.get(tags)
+        if code is None:
+            if len(self._tags) > 65_536:
+                self._tags.clear()
+            code = self._tags[tags] = hashing.tags_code(tags.decode("utf-8", "replace"))
+        return code
+
+    def _index_keys(self, topic: str, properties: bytes, phys: int, store_ts: int) -> None:
+        service = self._index
+        assert service is not None
+        uniq = property_value(properties, _UNIQ_KEY)
+        keys = property_value(properties, _KEYS)
+        if uniq is None and keys is None:
+            return
+        seed = service.seed(topic)
+        if uniq is not None:
+            service.add(zlib.crc32(uniq, seed) & _INT_MAX, phys, store_ts)
+        if keys is not None:
+            for key in keys.split(b" "):
+                if key:
+                    service.add(zlib.crc32(key, seed) & _INT_MAX, phys, store_ts)
+
+    # -- dispatch --------------------------------------------------------------------------
+
+    def dispatch_appended(
+        self, messages: Sequence[model.InnerMessage], results: Sequence[model.AppendResult]
+    ) -> None:
+        """Dispatch a just-appended batch, then notify the arrival listeners."""
+        queues = self._queues
+        indexing = self._index is not None
+        arrived: dict[tuple[str, int], list[int]] = {}
+        queue: consume_queue.ConsumeQueue | None = None
+        codes: list[int] = []
+        last_key: tuple[str, int] | None = None
+        for message, result in zip(messages, results, strict=True):
+            tx = message.sys_flag & _TX_MASK
+            properties = message.properties
+            if tx not in (_PREPARED, _ROLLBACK):
+                key = (message.topic, message.queue_id)
+                if key != last_key:
+                    queue = queues.find_or_create(message.topic, message.queue_id)
+                    codes = arrived.setdefault(key, [])
+                    last_key = key
+                assert queue is not None
+                code = self.tags_code(message.topic, properties, result.store_timestamp)
+                queue.put(result.queue_offset, result.physical_offset, result.size, code)
+                codes.append(code)
+            if indexing and tx != _ROLLBACK:
+                self._index_keys(
+                    message.topic, properties, result.physical_offset, result.store_timestamp
+                )
+        if indexing:
+            assert self._index is not None
+            self._index.write_header()
+        if self.listeners and arrived:
+            self._notify(arrived)
+
+    def _notify(self, arrived: dict[tuple[str, int], list[int]]) -> None:
+        for (topic, queue_id), codes in arrived.items():
+            found = self._queues.find(topic, queue_id)
+            if found is None:
+                continue
+            max_offset = found.max_offset
+            for listener in self.listeners:
+                try:
+                    listener(topic, queue_id, max_offset, codes)
+                except Exception:
+                    _log.exception("arrival listener %r failed", listener)
+
+    def dispatch_record(self, meta: record.RecordMeta) -> None:
+        """Dispatch one record re-read from the commit log (recovery; no listeners)."""
+        tx = meta.sys_flag & _TX_MASK
+        if tx not in (_PREPARED, _ROLLBACK):
+            code = self.tags_code(meta.topic, meta.properties, meta.store_timestamp)
+            queue = self._queues.find_or_create(meta.topic, meta.queue_id)
+            queue.put(meta.queue_offset, meta.physical_offset, meta.size, code)
+        if self._index is not None and tx != _ROLLBACK:
+            self._index_keys(meta.topic, meta.properties, meta.physical_offset,
+                             meta.store_timestamp)  # fmt: skip
+
+    def finish_replay(self) -> None:
+        """Publish index headers after a run of :meth:`dispatch_record`."""
+        if self._index is not None:
+            self._index.write_header()

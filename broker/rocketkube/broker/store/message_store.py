@@ -1,0 +1,489 @@
+"""The message store facade: what the broker's processors call.
+
+Owns the parts and their life cycle::
+
+    open()          lock, load files, recover (crash or clean path), mark running (abort)
+    await start()   open() if needed, then background tasks: commit log flush, consume
+                    queue / index / checkpoint flush, retention
+    put_messages()  append (commitlog) -> dispatch (consume queues, index, listeners)
+                    -> SYNC_FLUSH ticket (flush)
+    get_messages()  consume queue range -> tag filter -> zero-copy commit log views
+    await shutdown() flush everything, write a clean checkpoint, remove abort, unlock
+
+Appends and reads run on the event loop thread and never block on disk: writes go into
+mapped memory, ``fdatasync`` runs in worker threads. Injectable: ``clock`` (epoch ms, store
+timestamps and retention), ``disk_usage`` (retention and the disk-full guard), ``fsync``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+
+from rocketkube.broker.store import (
+    checkpoint,
+    commitlog,
+    consume_queue,
+    dispatch,
+    errors,
+    flush,
+    index,
+    mapped_file,
+    model,
+    recovery,
+    retention,
+    settings,
+)
+from rocketkube.common.message import ids, record
+from rocketkube.common.message import model as message_model
+
+__all__ = ["MessageStore"]
+
+_log = logging.getLogger(__name__)
+
+_UNIQ_KEY = b"UNIQ_KEY\x01"
+_KEYS = b"KEYS\x01"
+_SCAN_MIN_BYTES = 16_000  # a pull reads at least this much of the consume queue
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class MessageStore:
+    """One store directory: commit log, consume queues, index, checkpoint."""
+
+    def __init__(
+        self,
+        config: settings.StoreConfig,
+        *,
+        clock: Callable[[], int] = _now_ms,
+        disk_usage: retention.DiskUsage = retention.disk_usage_ratio,
+        fsync: flush.FsyncFunction = os.fdatasync,
+    ) -> None:
+        self.config = config
+        self.paths = settings.StorePaths(config.store_path_root_dir)
+        self._clock = clock
+        self._fsync = fsync
+        self._sync_mode = config.flush_disk_type is settings.FlushDiskType.SYNC_FLUSH
+        self._log = commitlog.CommitLog(
+            self.paths, config, ids.pack_host(*ids.split_host_port(config.store_host))
+        )
+        self._queues = consume_queue.ConsumeQueueTable(
+            self.paths, config.mapped_file_size_consume_queue
+        )
+        self._index = (
+            index.IndexService(self.paths, config, clock) if config.message_index_enable else None
+        )
+        self._checkpoint = checkpoint.Checkpoint(self.paths.checkpoint)
+        self._dispatcher = dispatch.Dispatcher(self._queues, self._index, config)
+        self._log_flusher = flush.CommitLogFlusher(self._log, config, fsync)
+        self._logics_flusher = flush.LogicsFlusher(
+            self._log, self._log_flusher, self._queues, self._index, self._checkpoint,
+            config, fsync,
+        )  # fmt: skip
+        self._retention = retention.Retention(
+            self._log, self._queues, self._index, config, clock, disk_usage
+        )
+        self._retention_task: asyncio.Task[None] | None = None
+        self._lock_fd: int | None = None
+        self._open = False
+        self._started = False
+        self.recovery: recovery.RecoveryReport | None = None
+        """What the last :meth:`open` found."""
+
+    # -- life cycle ------------------------------------------------------------------------
+
+    def _acquire_lock(self) -> None:
+        self.paths.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.paths.lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise errors.StoreLockedError(f"{self.paths.root} is in use: {exc}") from exc
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, b"lock", 0)
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def open(self) -> recovery.RecoveryReport:
+        """Lock the directory, load and recover the files (blocking; once)."""
+        if self._open:
+            assert self.recovery is not None
+            return self.recovery
+        self._acquire_lock()
+        try:
+            abnormal = self.paths.abort.exists()
+            self._checkpoint.load()
+            self._log.files.load()
+            self._queues.load()
+            if self._index is not None:
+                self._index.load()
+            report = recovery.recover(self._log, self._queues, self._index, self._dispatcher,
+                                      self._checkpoint, abnormal=abnormal)  # fmt: skip
+            self._sync_all_blocking()
+            point = self._checkpoint
+            point.safe_offset = report.end
+            point.clean_max_offset = -1
+            point.flush()
+            self.paths.abort.touch()
+            mapped_file.fsync_dir(self.paths.root)
+            self._retention.check_disk()
+        except BaseException:
+            self._close_files()
+            self._release_lock()
+            raise
+        self.recovery = report
+        self._open = True
+        return report
+
+    def _sync_all_blocking(self) -> None:
+        """Flush the log, consume queues and index on this thread (start-up, close)."""
+        self._log_flusher.flush_blocking()
+        for mapped, position in self._queues.dirty():
+            self._fsync(mapped.fd)
+            mapped.flushed = position
+        if self._index is not None:
+            self._index.flush_blocking(self._fsync)
+
+    async def start(self) -> None:
+        """Open (in a worker thread) if needed, then start the background tasks."""
+        if not self._open:
+            await asyncio.to_thread(self.open)
+        if self._started:
+            return
+        self._started = True
+        self._log_flusher.start()
+        self._logics_flusher.start()
+        self._retention_task = asyncio.get_running_loop().create_task(
+            self._retention_loop(), name="store-retention"
+        )
+
+    async def _retention_loop(self) -> None:
+        interval = self.config.clean_resource_interval / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self._retention.run_once()
+            except OSError:
+                _log.exception("retention round failed")
+
+    async def shutdown(self) -> None:
+        """Flush everything, write a clean checkpoint, remove ``abort``, unlock."""
+        if not self._open:
+            return
+        self._open = False
+        if self._retention_task is not None:
+            self._retention_task.cancel()
+            await asyncio.gather(self._retention_task, return_exceptions=True)
+            self._retention_task = None
+        await self._log_flusher.stop()
+        await self._logics_flusher.stop()
+        end = self._log.max_offset
+        await self._logics_flusher.flush(clean_max_offset=end)
+        with contextlib.suppress(FileNotFoundError):
+            self.paths.abort.unlink()
+        await asyncio.to_thread(mapped_file.fsync_dir, self.paths.root)
+        self._close_files()
+        self._release_lock()
+        self._started = False
+
+    def close(self) -> None:
+        """:meth:`shutdown` for a store used without an event loop (scripts, tools)."""
+        if not self._open:
+            return
+        if self._started:
+            raise RuntimeError("the store was started on an event loop: await shutdown()")
+        self._open = False
+        self._sync_all_blocking()
+        point = self._checkpoint
+        point.safe_offset = point.clean_max_offset = self._log.max_offset
+        point.physic_msg_timestamp = self._log.last_store_timestamp
+        point.logics_msg_timestamp = point.index_msg_timestamp = self._log.last_store_timestamp
+        point.flush()
+        with contextlib.suppress(FileNotFoundError):
+            self.paths.abort.unlink()
+        mapped_file.fsync_dir(self.paths.root)
+        self._close_files()
+        self._release_lock()
+
+    def close_abruptly(self) -> None:
+        """Drop everything without flushing, leaving ``abort`` (simulates a crash)."""
+        self._open = False
+        self._started = False
+        if self._retention_task is not None:
+            self._retention_task.cancel()
+            self._retention_task = None
+        self._log_flusher.abandon()
+        self._logics_flusher.abandon()
+        self._close_files()
+        self._release_lock()
+
+    def _close_files(self) -> None:
+        if self._index is not None:
+            self._index.close()
+        self._queues.close()
+        self._log.close()
+
+    # -- append ----------------------------------------------------------------------------
+
+    def put_message(self, message: model.InnerMessage) -> model.PutResult:
+        """Append one message (see :meth:`put_messages`)."""
+        return self.put_messages((message,))
+
+    def put_messages(self, messages: Sequence[model.InnerMessage]) -> model.PutResult:
+        """Append messages back to back in one segment and dispatch them.
+
+        Synchronous: on return the messages are readable by :meth:`get_messages`. With
+        SYNC_FLUSH the result carries a :class:`~.model.FlushTicket`; ``await
+        result.wait()`` for PUT_OK or FLUSH_DISK_TIMEOUT (concurrent appends share one
+        flush). Refusals (size limits, disk full, closed store) are statuses, not raises.
+        """
+        if not self._open:
+            return model.PutResult(model.PutStatus.SERVICE_NOT_AVAILABLE, error="store closed")
+        if not self._retention.writable:
+            return model.PutResult(
+                model.PutStatus.SERVICE_NOT_AVAILABLE,
+                error=f"disk full: {self._retention.disk_ratio:.0%} used",
+            )
+        if not messages:
+            return model.PutResult(model.PutStatus.PUT_OK)
+        status, error, appended = self._log.append(messages, self._clock())
+        if status is not model.PutStatus.PUT_OK:
+            return model.PutResult(status, error=error)
+        try:
+            self._dispatcher.dispatch_appended(messages, appended)
+        except OSError as exc:
+            _log.exception("dispatch failed after append")
+            return model.PutResult(model.PutStatus.UNKNOWN_ERROR, appended, error=str(exc))
+        ticket = self._log_flusher.ticket() if self._sync_mode else None
+        return model.PutResult(model.PutStatus.PUT_OK, appended, ticket)
+
+    def add_arrival_listener(self, listener: model.ArrivalListener) -> None:
+        """Call ``listener(topic, queue_id, max_offset, tags_codes)`` once per append batch
+        and queue (long polling wakes from here)."""
+        self._dispatcher.listeners.append(listener)
+
+    # -- consume queue reads ---------------------------------------------------------------
+
+    def get_messages(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_nums: int,
+        tag_filter: model.TagFilter | None = None,
+    ) -> model.GetResult:
+        """Read up to ``max_nums`` messages of a queue from ``offset`` (pull, §3.4 step 2)."""
+        status = model.GetStatus
+        queue = self._queues.find(topic, queue_id)
+        if queue is None:
+            return model.GetResult(status.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
+        low, high = queue.min_offset, queue.max_offset
+        if high == 0:
+            return model.GetResult(status.NO_MESSAGE_IN_QUEUE, 0, low, high)
+        if offset < low:
+            return model.GetResult(status.OFFSET_TOO_SMALL, low, low, high)
+        if offset == high:
+            return model.GetResult(status.OFFSET_OVERFLOW_ONE, offset, low, high)
+        if offset > high:
+            return model.GetResult(status.OFFSET_OVERFLOW_BADLY, high, low, high)
+        entries = queue.entries(offset, max(_SCAN_MIN_BYTES, max_nums * 20))
+        if entries is None:
+            return model.GetResult(
+                status.OFFSET_FOUND_NULL, queue.next_file_offset(offset), low, high
+            )
+        result = model.GetResult(status.NO_MATCHED_MESSAGE, offset, low, high)
+        self._collect(result, entries, offset, max_nums, tag_filter)
+        return result
+
+    def _collect(
+        self,
+        result: model.GetResult,
+        entries: memoryview,
+        offset: int,
+        max_nums: int,
+        tag_filter: model.TagFilter | None,
+    ) -> None:
+        log = self._log
+        min_phys = log.min_offset
+        max_bytes = self.config.max_transfer_bytes_on_message_in_memory
+        max_count = min(max_nums, self.config.max_transfer_count_on_message_in_memory)
+        spans: list[list[int]] = []  # [segment-relative start, end, segment index]
+        files = log.files.files
+        first_start = files[0].start if files else 0
+        file_size = log.file_size
+        offsets = result.queue_offsets
+        total = 0
+        scanned = 0
+        removed = False
+        for phys, size, tags in consume_queue.ENTRY.iter_unpack(entries):
+            if offsets and (len(offsets) >= max_count or total + size > max_bytes):
+                break
+            scanned += 1
+            if size == consume_queue.BLANK_SIZE or size <= 0:
+                continue
+            if phys < min_phys:
+                removed = True
+                continue
+            if tag_filter is not None and not tag_filter(tags):
+                continue
+            which = (phys - first_start) // file_size
+            if which >= len(files) or phys - files[which].start + size > files[which].wrote:
+                removed = True  # points past the log end: skip, as Java skips lost records
+                continue
+            pos = phys - files[which].start
+            if spans and spans[-1][2] == which and spans[-1][1] == pos:
+                spans[-1][1] = pos + size
+            else:
+                spans.append([pos, pos + size, which])
+            offsets.append(offset + scanned - 1)
+            total += size
+        result.next_begin_offset = offset + scanned
+        result.buffers = [files[which].view[start:end] for start, end, which in spans]
+        result.message_count = len(offsets)
+        result.total_size = total
+        if offsets:
+            result.status = model.GetStatus.FOUND
+        elif removed:
+            result.status = model.GetStatus.MESSAGE_WAS_REMOVING
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        """The queue's next offset (GET_MAX_OFFSET); 0 when the queue does not exist."""
+        queue = self._queues.find(topic, queue_id)
+        return queue.max_offset if queue is not None else 0
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        """The queue's first available offset (GET_MIN_OFFSET); 0 when it does not exist."""
+        queue = self._queues.find(topic, queue_id)
+        return queue.min_offset if queue is not None else 0
+
+    def offset_by_timestamp(self, topic: str, queue_id: int, timestamp: int) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP: exact store time, else the closer neighbour; 0."""
+        queue = self._queues.find(topic, queue_id)
+        if queue is None:
+            return 0
+        return queue.offset_by_time(timestamp, self._log.store_timestamp_at)
+
+    def store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
+        """Store time of the message at a queue offset; -1 when unavailable."""
+        queue = self._queues.find(topic, queue_id)
+        found = queue.entry(offset) if queue is not None else None
+        if found is None or found[1] == consume_queue.BLANK_SIZE:
+            return -1
+        return self._log.store_timestamp_at(found[0])
+
+    def earliest_message_time(self, topic: str, queue_id: int) -> int:
+        """GET_EARLIEST_MSG_STORETIME: store time at the min offset; -1 when none."""
+        return self.store_timestamp(topic, queue_id, self.min_offset(topic, queue_id))
+
+    def queue_ids(self, topic: str) -> list[int]:
+        """Queue ids of ``topic`` that have a consume queue."""
+        return sorted(q.queue_id for q in self._queues.topic_queues(topic))
+
+    def delete_topic(self, topic: str) -> int:
+        """Delete the topic's consume queues and offsets; returns how many queues went."""
+        for key in [k for k in self._log.queue_offsets if k[0] == topic]:
+            del self._log.queue_offsets[key]
+        return self._queues.delete_topic(topic)
+
+    # -- commit log reads ------------------------------------------------------------------
+
+    def lookup_message(self, phys_offset: int) -> memoryview | None:
+        """The stored record at a commit log offset (VIEW_MESSAGE_BY_ID), or ``None``."""
+        return self._log.record_at(phys_offset)
+
+    def lookup_message_ext(self, phys_offset: int) -> message_model.MessageExt | None:
+        """:meth:`lookup_message` decoded."""
+        view = self._log.record_at(phys_offset)
+        return record.decode(view) if view is not None else None
+
+    def read_commit_log(self, phys_offset: int, max_bytes: int) -> memoryview | None:
+        """Raw commit log bytes from an offset to the end of its segment (replication)."""
+        return self._log.read_from(phys_offset, max_bytes)
+
+    def query_by_key(
+        self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int
+    ) -> model.QueryResult:
+        """QUERY_MESSAGE: records of ``topic`` whose UNIQ_KEY or a KEYS token is ``key``,
+        stored within [begin_ms, end_ms], newest first, at most ``maxMsgsNumBatch``."""
+        result = model.QueryResult()
+        if self._index is None:
+            return result
+        result.index_last_update_timestamp = self._index.last_update_timestamp
+        result.index_last_update_phy_offset = self._index.last_update_phys
+        limit = max(0, min(max_num, self.config.max_msgs_num_batch))
+        wanted = key.encode()
+        seen: set[int] = set()
+        for phys in self._index.query(topic, key, limit * 4 + 16, begin_ms, end_ms):
+            if len(result.buffers) >= limit:
+                break
+            if phys in seen:
+                continue
+            seen.add(phys)
+            view = self._log.record_at(phys)
+            if view is None:
+                continue
+            meta = record.read_meta(view, 0)
+            if meta.topic != topic:
+                continue
+            uniq = dispatch.property_value(meta.properties, _UNIQ_KEY)
+            keys = dispatch.property_value(meta.properties, _KEYS)
+            if uniq == wanted or (keys is not None and wanted in keys.split(b" ")):
+                result.buffers.append(view)
+                result.physical_offsets.append(phys)
+        return result
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def commit_log_min_offset(self) -> int:
+        return self._log.min_offset
+
+    @property
+    def commit_log_max_offset(self) -> int:
+        return self._log.max_offset
+
+    @property
+    def flushed_offset(self) -> int:
+        """Commit log offset below which everything is on disk."""
+        return self._log.flushed_offset
+
+    @property
+    def dispatch_offset(self) -> int:
+        """Commit log offset up to which consume queues and index are built (dispatch is
+        synchronous, so this is the commit log end)."""
+        return self._log.max_offset
+
+    @property
+    def flush_count(self) -> int:
+        """Commit log flush rounds so far (group commit makes this far below sends)."""
+        return self._log_flusher.flushes
+
+    def disk_use_ratio(self) -> float:
+        """The last measured disk use of the store root (0..1)."""
+        return self._retention.disk_ratio
+
+    @property
+    def writable(self) -> bool:
+        """False while the disk is above ``diskSpaceWarningLevelRatio``."""
+        return self._retention.writable
+
+    def clean_expired_files(self, *, manual: bool = False) -> int:
+        """Run one retention round now; returns commit log segments deleted."""
+        return self._retention.run_once(manual=manual)
+
+    def topics(self) -> list[str]:
+        """Topics that have at least one consume queue."""
+        return sorted({q.topic for q in self._queues})

@@ -1,0 +1,147 @@
+"""Flushing: group commit shares fsyncs, the sync flush timeout, async flush, checkpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from rocketkube.broker.store import (
+    FlushDiskType,
+    InnerMessage,
+    MessageStore,
+    PutStatus,
+    StoreConfig,
+    checkpoint,
+)
+
+MakeMessage = Callable[..., InnerMessage]
+
+
+class CountingFsync:
+    """``os.fdatasync`` that counts calls and can be held to simulate a slow disk."""
+
+    def __init__(self, *, real: bool = True) -> None:
+        self.calls = 0
+        self.real = real
+        self.release = threading.Event()
+        self.release.set()
+
+    def __call__(self, fd: int) -> None:
+        self.calls += 1
+        self.release.wait(10)
+        if self.real:
+            os.fdatasync(fd)
+
+
+def sync_config(config: StoreConfig, **changes: Any) -> StoreConfig:
+    from dataclasses import replace
+
+    return replace(config, flush_disk_type=FlushDiskType.SYNC_FLUSH, **changes)
+
+
+async def test_group_commit_shares_flushes(
+    config: StoreConfig, msg: MakeMessage, clock: Any
+) -> None:
+    fsync = CountingFsync()
+    quiet = sync_config(config, flush_interval_consume_queue=60_000)  # count log flushes only
+    store = MessageStore(quiet, clock=clock, fsync=fsync)
+    await store.start()
+    fsync.calls = 0
+    flushes_before = store.flush_count
+
+    async def producer(n: int) -> list[PutStatus]:
+        statuses = []
+        for i in range(25):
+            result = store.put_message(msg(f"{n}-{i}".encode(), queue_id=n % 4))
+            statuses.append(await result.wait())
+        return statuses
+
+    results = await asyncio.gather(*(producer(n) for n in range(40)))
+    assert all(s is PutStatus.PUT_OK for statuses in results for s in statuses)
+    sends = 40 * 25
+    flushes = store.flush_count - flushes_before
+    assert flushes <= sends // 10, (flushes, sends)
+    assert fsync.calls <= 2 * flushes
+    assert store.flushed_offset == store.commit_log_max_offset
+    await store.shutdown()
+
+
+async def test_many_waiters_on_one_flush(config: StoreConfig, msg: MakeMessage) -> None:
+    store = MessageStore(sync_config(config))
+    await store.start()
+    flushes = store.flush_count
+    results = [store.put_message(msg()) for _ in range(200)]
+    assert len({id(r.flush._future) for r in results if r.flush}) == 1
+    statuses = await asyncio.gather(*(r.wait() for r in results))
+    assert set(statuses) == {PutStatus.PUT_OK}
+    assert store.flush_count == flushes + 1
+    await store.shutdown()
+
+
+async def test_sync_flush_timeout(config: StoreConfig, msg: MakeMessage) -> None:
+    fsync = CountingFsync(real=False)
+    store = MessageStore(sync_config(config, sync_flush_timeout=300), fsync=fsync)
+    await store.start()
+    fsync.release.clear()  # the disk hangs
+    try:
+        result = store.put_message(msg(b"slow"))
+        assert await result.wait() is PutStatus.FLUSH_DISK_TIMEOUT
+        assert result.appended  # appended and readable even so
+        assert store.get_messages("TopicA", 0, 0, 1).found
+    finally:
+        fsync.release.set()
+    for _ in range(500):  # the hung flush completes once the disk is back
+        if store.flushed_offset == store.commit_log_max_offset:
+            break
+        await asyncio.sleep(0.01)
+    assert store.flushed_offset == store.commit_log_max_offset
+    later = store.put_message(msg(b"later"))
+    other = store.put_message(msg(b"other"))
+    waiter = asyncio.ensure_future(later.wait())
+    await asyncio.sleep(0)
+    waiter.cancel()  # a cancelled waiter does not break the future the others share
+    assert await other.wait() is PutStatus.PUT_OK
+    assert store.flushed_offset == store.commit_log_max_offset
+    await store.shutdown()
+
+
+async def test_async_flush_runs_in_background(config: StoreConfig, msg: MakeMessage) -> None:
+    store = MessageStore(config)
+    await store.start()
+    result = store.put_message(msg())
+    assert result.flush is None
+    for _ in range(200):
+        if store.flushed_offset == store.commit_log_max_offset:
+            break
+        await asyncio.sleep(0.01)
+    assert store.flushed_offset == store.commit_log_max_offset
+    point = checkpoint.Checkpoint(store.paths.checkpoint)
+    for _ in range(200):
+        point.load()
+        if point.safe_offset == store.commit_log_max_offset:
+            break
+        await asyncio.sleep(0.01)
+    assert point.safe_offset == store.commit_log_max_offset
+    assert point.clean_max_offset == -1  # running
+    end = store.commit_log_max_offset
+    await store.shutdown()
+    point.load()
+    assert point.clean_max_offset == end
+    assert not store.paths.abort.exists()
+
+
+def test_sync_flush_without_event_loop_flushes_inline(
+    config: StoreConfig, msg: MakeMessage
+) -> None:
+    fsync = CountingFsync()
+    store = MessageStore(sync_config(config), fsync=fsync)
+    store.open()
+    fsync.calls = 0
+    result = store.put_message(msg())
+    assert result.status is PutStatus.PUT_OK
+    assert result.flush is None
+    assert fsync.calls == 1
+    store.close()
