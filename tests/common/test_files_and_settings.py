@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from rocketkube.common import atomic_file, settings
+from rocketkube.common import settings
 from rocketkube.common.properties_file import format_properties, parse_properties
 from rocketkube.namesrv.settings import NamesrvSettings
 
@@ -19,18 +17,6 @@ def test_parse_properties_like_java() -> None:
 
 def test_format_properties_uses_java_booleans() -> None:
     assert format_properties({"a": True, "b": 3}) == "a=true\nb=3\n"
-
-
-def test_atomic_write_keeps_backup_and_reader_falls_back(tmp_path: Path) -> None:
-    path = tmp_path / "cfg" / "topics.json"
-    atomic_file.write_atomic(path, b'{"v":1}')
-    atomic_file.write_atomic(path, b'{"v":2}')
-    assert path.with_name("topics.json.bak").read_bytes() == b'{"v":1}'
-    path.write_bytes(b"{torn")
-    import json
-
-    assert atomic_file.read_with_backup(path, json.loads) == {"v": 1}
-    assert atomic_file.read_with_backup(tmp_path / "missing.json", json.loads) is None
 
 
 def test_settings_from_rocketmq_names_and_field_names() -> None:

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from rocketkube.broker.store import load_json, save_json
+from rocketkube.common.atomic_file import load_json, save_json
 from rocketkube.common.protocol.topic_config import DataVersion
 
 log = logging.getLogger(__name__)

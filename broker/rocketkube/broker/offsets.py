@@ -11,8 +11,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from rocketkube.broker.store import load_text, save_text
 from rocketkube.common import fastjson
+from rocketkube.common.atomic_file import load_text, save_text
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rocketkube.broker.settings import BrokerSettings
-from rocketkube.broker.store import load_json, save_json
+from rocketkube.common.atomic_file import load_json, save_json
 from rocketkube.common.protocol import permission
 from rocketkube.common.protocol.topic_config import DataVersion, TopicConfig, TopicConfigWrapper
 

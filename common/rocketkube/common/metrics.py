@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import prometheus_client
 
 from rocketkube.common.remoting.codes import code_name
@@ -29,8 +31,23 @@ class RequestMetrics:
             registry=registry,
         )
 
+        # labels() costs microseconds; requests are counted on the hot path, so the
+        # children are looked up once per (code, result).
+        self._counters: dict[tuple[int, int | None], Any] = {}
+        self._histograms: dict[int, Any] = {}
+
     def __call__(self, request_code: int, response_code: int | None, seconds: float) -> None:
-        code = code_name(request_code, response=False)
-        result = "NONE" if response_code is None else code_name(response_code, response=True)
-        self.requests.labels(code, result).inc()
-        self.latency.labels(code).observe(seconds)
+        counter = self._counters.get((request_code, response_code))
+        if counter is None:
+            code = code_name(request_code, response=False)
+            result = "NONE" if response_code is None else code_name(response_code, response=True)
+            counter = self._counters[request_code, response_code] = self.requests.labels(
+                code, result
+            )
+        counter.inc()
+        histogram = self._histograms.get(request_code)
+        if histogram is None:
+            histogram = self._histograms[request_code] = self.latency.labels(
+                code_name(request_code, response=False)
+            )
+        histogram.observe(seconds)

@@ -23,7 +23,7 @@ class KVConfig:
         self.table: dict[str, dict[str, str]] = {}
 
     def load(self) -> None:
-        data = atomic_file.read_with_backup(self.path, fastjson.loads)
+        data = atomic_file.load_text(self.path, fastjson.loads)
         if data is None:
             return
         table = data.get("configTable") or {}
@@ -31,7 +31,7 @@ class KVConfig:
         log.info("loaded %d KV namespaces from %s", len(self.table), self.path)
 
     def _persist(self) -> None:
-        atomic_file.write_atomic(self.path, fastjson.dumps({"configTable": self.table}))
+        atomic_file.save_bytes(self.path, fastjson.dumps({"configTable": self.table}))
 
     def put(self, namespace: str, key: str, value: str) -> None:
         self.table.setdefault(namespace, {})[key] = value

@@ -17,7 +17,6 @@ Modules (private layers under this public surface):
 - ``checkpoint``     the checkpoint file
 - ``recovery``       clean and crash recovery
 - ``retention``      deleting old segments, the disk-full guard
-- ``config_file``    atomic JSON config files with ``.bak`` fallback
 - ``errors``         :class:`StoreError` and subclasses
 
 The store imports nothing from the broker's app or processors.
@@ -25,7 +24,6 @@ The store imports nothing from the broker's app or processors.
 
 from __future__ import annotations
 
-from rocketkube.broker.store.config_file import load_json, load_text, save_json, save_text
 from rocketkube.broker.store.errors import StoreCorruptedError, StoreError, StoreLockedError
 from rocketkube.broker.store.message_store import MessageStore
 from rocketkube.broker.store.model import (
@@ -61,8 +59,4 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "TagFilter",
-    "load_json",
-    "load_text",
-    "save_json",
-    "save_text",
 ]

@@ -30,21 +30,12 @@ from pathlib import Path
 
 from rocketkube.broker.store import errors, settings
 
-__all__ = ["MappedFile", "MappedFileQueue", "fsync_dir"]
+__all__ = ["MappedFile", "MappedFileQueue"]
 
 _log = logging.getLogger(__name__)
 
 _PAGE = mmap.PAGESIZE
 _MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux value
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a directory's entries (created, renamed, deleted files) durable."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class MappedFile:

@@ -33,12 +33,12 @@ from rocketkube.broker.store import (
     errors,
     flush,
     index,
-    mapped_file,
     model,
     recovery,
     retention,
     settings,
 )
+from rocketkube.common import atomic_file
 from rocketkube.common.message import ids, record
 from rocketkube.common.message import model as message_model
 
@@ -138,7 +138,7 @@ class MessageStore:
             point.clean_max_offset = -1
             point.flush()
             self.paths.abort.touch()
-            mapped_file.fsync_dir(self.paths.root)
+            atomic_file.fsync_dir(self.paths.root)
             self._retention.check_disk()
         except BaseException:
             self._close_files()
@@ -194,7 +194,7 @@ class MessageStore:
         await self._logics_flusher.flush(clean_max_offset=end)
         with contextlib.suppress(FileNotFoundError):
             self.paths.abort.unlink()
-        await asyncio.to_thread(mapped_file.fsync_dir, self.paths.root)
+        await asyncio.to_thread(atomic_file.fsync_dir, self.paths.root)
         self._close_files()
         self._release_lock()
         self._started = False
@@ -214,7 +214,7 @@ class MessageStore:
         point.flush()
         with contextlib.suppress(FileNotFoundError):
             self.paths.abort.unlink()
-        mapped_file.fsync_dir(self.paths.root)
+        atomic_file.fsync_dir(self.paths.root)
         self._close_files()
         self._release_lock()
 

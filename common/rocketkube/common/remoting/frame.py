@@ -76,10 +76,15 @@ def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
     if not isinstance(header, dict):
         raise errors.ProtocolError("JSON header is not an object")
     raw_ext = header.get("extFields")
-    ext: dict[str, str] = {}
-    if raw_ext is not None:
-        if not isinstance(raw_ext, dict):
-            raise errors.ProtocolError("JSON header extFields is not an object")
+    ext: dict[str, str]
+    if raw_ext is None:
+        ext = {}
+    elif not isinstance(raw_ext, dict):
+        raise errors.ProtocolError("JSON header extFields is not an object")
+    elif all(type(value) is str for value in raw_ext.values()):
+        ext = raw_ext  # the common case (Java, Go): already strings, nothing to coerce
+    else:
+        ext = {}
         for key, value in raw_ext.items():
             text = _coerce_value(value)
             if text is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rocketkube.broker.store import load_json, load_text, save_json, save_text
+from rocketkube.common.atomic_file import load_json, load_text, save_json, save_text
 
 
 def test_save_and_load(tmp_path: Path) -> None:
