@@ -1,10 +1,18 @@
-"""Request metrics shared by the servers: counts by code and result, latency by code."""
+"""Request metrics shared by the servers: counts by code and result, latency by code.
+
+Counted in plain dicts on the hot path and turned into Prometheus families only when
+scraped: a prometheus-client counter or histogram update costs microseconds (a lock,
+a label lookup), more than some requests take to serve.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import bisect
+from collections.abc import Iterator
 
 import prometheus_client
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+from prometheus_client.registry import Collector
 
 from rocketkube.common.remoting.codes import code_name
 
@@ -13,41 +21,50 @@ LATENCY_BUCKETS = (
 )  # fmt: skip
 
 
-class RequestMetrics:
-    """A :class:`~rocketkube.common.remoting.dispatch.RequestObserver` feeding Prometheus."""
+class RequestMetrics(Collector):
+    """A :data:`~rocketkube.common.remoting.dispatch.RequestObserver` exported to Prometheus."""
 
     def __init__(self, registry: prometheus_client.CollectorRegistry, prefix: str) -> None:
-        self.requests = prometheus_client.Counter(
-            f"{prefix}_requests",
-            "Remoting requests handled, by request code and response code",
-            ["code", "result"],
-            registry=registry,
-        )
-        self.latency = prometheus_client.Histogram(
-            f"{prefix}_request_latency_seconds",
-            "Time from receiving a request to producing its response",
-            ["code"],
-            buckets=LATENCY_BUCKETS,
-            registry=registry,
-        )
-
-        # labels() costs microseconds; requests are counted on the hot path, so the
-        # children are looked up once per (code, result).
-        self._counters: dict[tuple[int, int | None], Any] = {}
-        self._histograms: dict[int, Any] = {}
+        self._prefix = prefix
+        self._requests: dict[tuple[int, int | None], int] = {}
+        # per request code: [count per bucket..., count above the last bucket], sum
+        self._buckets: dict[int, list[int]] = {}
+        self._sums: dict[int, float] = {}
+        registry.register(self)
 
     def __call__(self, request_code: int, response_code: int | None, seconds: float) -> None:
-        counter = self._counters.get((request_code, response_code))
-        if counter is None:
-            code = code_name(request_code, response=False)
+        key = (request_code, response_code)
+        self._requests[key] = self._requests.get(key, 0) + 1
+        buckets = self._buckets.get(request_code)
+        if buckets is None:
+            buckets = self._buckets[request_code] = [0] * (len(LATENCY_BUCKETS) + 1)
+            self._sums[request_code] = 0.0
+        buckets[bisect.bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        self._sums[request_code] += seconds
+
+    def collect(self) -> Iterator[CounterMetricFamily | HistogramMetricFamily]:
+        requests = CounterMetricFamily(
+            f"{self._prefix}_requests",
+            "Remoting requests handled, by request code and response code",
+            labels=["code", "result"],
+        )
+        for (request_code, response_code), count in list(self._requests.items()):
             result = "NONE" if response_code is None else code_name(response_code, response=True)
-            counter = self._counters[request_code, response_code] = self.requests.labels(
-                code, result
+            requests.add_metric([code_name(request_code, response=False), result], count)
+        yield requests
+        latency = HistogramMetricFamily(
+            f"{self._prefix}_request_latency_seconds",
+            "Time from receiving a request to producing its response",
+            labels=["code"],
+        )
+        for request_code, buckets in list(self._buckets.items()):
+            cumulative, running = [], 0
+            for bound, count in zip((*map(str, LATENCY_BUCKETS), "+Inf"), buckets, strict=True):
+                running += count
+                cumulative.append((bound, float(running)))
+            latency.add_metric(
+                [code_name(request_code, response=False)],
+                cumulative,
+                self._sums[request_code],
             )
-        counter.inc()
-        histogram = self._histograms.get(request_code)
-        if histogram is None:
-            histogram = self._histograms[request_code] = self.latency.labels(
-                code_name(request_code, response=False)
-            )
-        histogram.observe(seconds)
+        yield latency

@@ -44,8 +44,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Coroutine
-from typing import Any, Final
+from typing import Final
 
 from rocketkube.broker import topics as topic_names
 from rocketkube.broker.context import BrokerContext
@@ -70,7 +69,7 @@ from rocketkube.common.remoting.dispatch import Processor
 
 __all__ = ["SendProcessor", "table"]
 
-Reply = RemotingCommand | Coroutine[Any, Any, RemotingCommand]
+Reply = RemotingCommand | asyncio.Future[RemotingCommand | None]
 
 #: Request version from which SEND's ``maxReconsumeTimes`` is honoured (V3_4_9).
 V3_4_9: Final = 121
@@ -405,6 +404,32 @@ class SendProcessor:
             return self._after_flush(result, queue_id, started)
         return self._stored(ResponseCode.SUCCESS, result, queue_id, started)
 
+    def _after_flush(
+        self, result: PutResult, queue_id: int, started: float
+    ) -> asyncio.Future[RemotingCommand | None]:
+        """Answer once the group commit covering the append is on disk (or timed out).
+
+        A future resolved by the flush's callback, not a task per send: thousands of
+        sends wait on one fsync, and the connection answers each when it resolves."""
+        reply: asyncio.Future[RemotingCommand | None] = self._loop().create_future()
+
+        def flushed(status: PutStatus) -> None:
+            if not reply.done():
+                code = (
+                    ResponseCode.SUCCESS
+                    if status is PutStatus.PUT_OK
+                    else ResponseCode.FLUSH_DISK_TIMEOUT
+                )
+                reply.set_result(self._stored(code, result, queue_id, started))
+
+        assert result.flush is not None
+        result.flush.add_done_callback(flushed)
+        return reply
+
+    @staticmethod
+    def _loop() -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
+
     def _schedule_count(self) -> None:
         """Count stored messages once per event loop turn, not per send: the Prometheus
         counters cost microseconds each (a lock and a label lookup), and a turn serves
@@ -419,16 +444,6 @@ class SendProcessor:
         stored = self._stats.stored
         for topic, (count, body_bytes) in uncounted.items():
             stored(topic, count, body_bytes)
-
-    async def _after_flush(
-        self, result: PutResult, queue_id: int, started: float
-    ) -> RemotingCommand:
-        """Answer once the group commit covering the append is on disk (or timed out)."""
-        status = await result.wait()
-        code = (
-            ResponseCode.SUCCESS if status is PutStatus.PUT_OK else ResponseCode.FLUSH_DISK_TIMEOUT
-        )
-        return self._stored(code, result, queue_id, started)
 
     def _stored(
         self, code: int, result: PutResult, queue_id: int, started: float

@@ -109,6 +109,19 @@ class FlushTicket:
     def __await__(self) -> Generator[Any, None, PutStatus]:
         return asyncio.shield(self._future).__await__()
 
+    def add_done_callback(self, callback: Callable[[PutStatus], None]) -> None:
+        """Call ``callback(status)`` when the flush is done: cheaper than a task per waiter."""
+
+        def done(future: asyncio.Future[PutStatus]) -> None:
+            if future.cancelled():
+                callback(PutStatus.SERVICE_NOT_AVAILABLE)
+            elif future.exception() is not None:
+                callback(PutStatus.UNKNOWN_ERROR)
+            else:
+                callback(future.result())
+
+        self._future.add_done_callback(done)
+
 
 @dataclass(slots=True)
 class PutResult:

@@ -53,6 +53,7 @@ class Connection(asyncio.Protocol):
         self._opaque = itertools.count(1)
         self._transport: asyncio.Transport | None = None
         self._outbox: list[bytes | bytearray | memoryview] | None = None
+        self._receiving = False
         self._last_io = 0.0
         self._idle_timer: asyncio.TimerHandle | None = None
         self._loop = asyncio.get_running_loop()
@@ -79,7 +80,7 @@ class Connection(asyncio.Protocol):
             log.warning("closing connection from %s: %s", self.remote_address, exc)
             self.abort()
             return
-        self._outbox = []
+        self._receiving = True
         try:
             for cmd in commands:
                 if cmd.flag & FLAG_RESPONSE:
@@ -87,9 +88,8 @@ class Connection(asyncio.Protocol):
                 else:
                     self._serve(cmd)
         finally:
-            outbox, self._outbox = self._outbox, None
-            if outbox and self._transport is not None and not self._transport.is_closing():
-                self._transport.writelines(outbox)
+            self._receiving = False
+            self._flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._idle_timer is not None:
@@ -112,21 +112,29 @@ class Connection(asyncio.Protocol):
         return self._transport is not None and not self._transport.is_closing()
 
     def send(self, cmd: RemotingCommand) -> None:
-        """Write a command now (or with the batch of responses being assembled)."""
+        """Queue a command; everything queued in one loop step goes out in one write.
+
+        Responses made while a received chunk is handled are written when it is done;
+        others (awaited replies, client requests) at the end of the current loop step, so
+        pipelined requests and replies completing together share one system call.
+        """
         if not self.is_open:
             raise errors.ConnectionClosedError(f"connection to {self.remote_address} is closed")
         head, body = frame.encode(cmd)
         self._last_io = self._loop.time()
-        if self._outbox is not None:
-            self._outbox.append(head)
-            if body:
-                self._outbox.append(body)
-        else:
-            assert self._transport is not None
-            if body:
-                self._transport.writelines((head, body))
-            else:
-                self._transport.write(head)
+        outbox = self._outbox
+        if outbox is None:
+            outbox = self._outbox = []
+            if not self._receiving:
+                self._loop.call_soon(self._flush)
+        outbox.append(head)
+        if body:
+            outbox.append(body)
+
+    def _flush(self) -> None:
+        outbox, self._outbox = self._outbox, None
+        if outbox and self._transport is not None and not self._transport.is_closing():
+            self._transport.writelines(outbox)
 
     async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
         """Send a request and wait for the response with the same opaque."""
@@ -151,7 +159,9 @@ class Connection(asyncio.Protocol):
         self.send(request)
 
     def close(self) -> None:
+        """Close after writing whatever is queued."""
         if self._transport is not None:
+            self._flush()
             self._transport.close()
 
     def abort(self) -> None:

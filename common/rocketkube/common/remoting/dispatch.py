@@ -6,7 +6,6 @@ request (sync or awaited) is reported to an optional observer for metrics.
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping
 
@@ -50,7 +49,7 @@ class Dispatcher:
             started = time.perf_counter()
             reply = processor(conn, request)
             if self._observer is not None:
-                if inspect.isawaitable(reply):
+                if reply is not None and not isinstance(reply, RemotingCommand):
                     return self._observed(request.code, reply, started)
                 self._observer(request.code, _code_of(reply), time.perf_counter() - started)
             return reply

@@ -1,0 +1,10 @@
+"""Benchmarks that drive rocketkube servers over the wire, as a client would.
+
+- :mod:`rocketkube.client.bench.broker`: broker ingest (pipelined sends), delivery (pulls)
+  and one-at-a-time send latency; one function per scenario, each returning a result.
+- :mod:`rocketkube.client.bench.cli`: ``rocketkube bench broker ...``, which starts a name
+  server and brokers as child processes (the client never imports the broker) or measures
+  a broker given by address, and prints a table per scenario and a JSON summary.
+
+Benchmarks print numbers; they assert nothing about speed.
+"""

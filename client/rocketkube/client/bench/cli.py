@@ -1,0 +1,349 @@
+"""``rocketkube bench``: benchmarks over the wire. ``rocketkube bench broker`` so far.
+
+``bench broker`` measures a running broker (``--broker host:port``), or starts its own in a
+temporary directory: a name server, then one broker per flush mode asked for (``--flush
+both``: ASYNC_FLUSH, then SYNC_FLUSH), each a child process ``python -m rocketkube.common
+broker ...``; the client component never imports the broker. It prints a table row as each
+scenario ends and a JSON summary at the end (``--json``: the JSON alone on stdout, the table
+on stderr). The exit code is 1 when a send failed or a pull missed a message.
+
+Until the ``bench`` entry point is installed: ``python -m rocketkube.client.bench.cli broker``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from rocketkube.client.bench import broker as bench
+from rocketkube.common import errors, runtime
+from rocketkube.common.cli import Command
+from rocketkube.common.remoting.client import RemotingClient
+from rocketkube.common.remoting.codes import RequestCode, ResponseCode
+from rocketkube.common.remoting.command import RemotingCommand
+
+FLUSH_MODES = {"async": ("ASYNC_FLUSH",), "sync": ("SYNC_FLUSH",),
+               "both": ("ASYNC_FLUSH", "SYNC_FLUSH")}  # fmt: skip
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 20.0
+
+Runner = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of sizes: {text!r}") from None
+    if not sizes or any(size < 0 for size in sizes):
+        raise argparse.ArgumentTypeError(f"body sizes must be >= 0: {text!r}")
+    return sizes
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1: {text}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {text}")
+    return value
+
+
+def configure_broker(parser: argparse.ArgumentParser) -> None:
+    defaults = bench.BenchSettings()
+    add = parser.add_argument
+    add(
+        "--messages",
+        type=_positive,
+        default=defaults.messages,
+        help=f"timed sends per body size (default {defaults.messages})",
+    )
+    add(
+        "--body-sizes",
+        type=_sizes,
+        default=defaults.body_sizes,
+        metavar="N,N",
+        help="message body sizes in bytes (default 100,1024)",
+    )
+    add(
+        "--window",
+        type=_positive,
+        default=defaults.window,
+        help=f"sends outstanding per connection (default {defaults.window})",
+    )
+    add(
+        "--connections",
+        type=_positive,
+        default=defaults.connections,
+        help=f"connections sending at once (default {defaults.connections})",
+    )
+    add(
+        "--flush",
+        choices=sorted(FLUSH_MODES),
+        default="both",
+        help="flushDiskType of the brokers started (default both); with --broker, only a label",
+    )
+    add("--broker", metavar="HOST:PORT", help="measure this broker instead of starting one")
+    add(
+        "--queues",
+        type=_positive,
+        default=defaults.queues,
+        help=f"queues of each benchmark topic (default {defaults.queues})",
+    )
+    add(
+        "--warmup",
+        type=_non_negative,
+        default=defaults.warmup,
+        help=f"untimed sends before each body size (default {defaults.warmup})",
+    )
+    add(
+        "--latency-count",
+        type=_non_negative,
+        default=defaults.latency_count,
+        help=f"one-at-a-time sends timed for p50/p99 (default {defaults.latency_count})",
+    )
+    add(
+        "--pull-window",
+        type=_positive,
+        default=defaults.pull_window,
+        help=f"pulls outstanding (default {defaults.pull_window}), {defaults.pull_batch} each",
+    )
+    add("--json", action="store_true", help="print only the JSON summary on stdout")  # fmt: skip
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    child = sub.add_parser(
+        "broker",
+        help="broker ingest, delivery and send latency over loopback",
+        description="Pipelined sends (SYNC_FLUSH and ASYNC_FLUSH), pulls of what was sent "
+        "and one-at-a-time send latency, against brokers started here or --broker.",
+    )
+    configure_broker(child)
+    child.set_defaults(_bench=run_broker)
+
+
+def run(args: argparse.Namespace) -> int:
+    runner: Runner = args._bench
+    try:
+        return runtime.run(runner(args))
+    except (errors.RocketKubeError, OSError, TimeoutError) as exc:
+        print(f"rocketkube bench: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+COMMAND = Command(help="benchmarks over the wire (bench broker ...)", configure=configure, run=run)
+
+
+# -- bench broker ------------------------------------------------------------------------------
+
+
+def settings_from(args: argparse.Namespace) -> bench.BenchSettings:
+    return bench.BenchSettings(
+        messages=args.messages,
+        body_sizes=args.body_sizes,
+        window=args.window,
+        connections=args.connections,
+        queues=args.queues,
+        warmup=args.warmup,
+        latency_count=args.latency_count,
+        pull_window=args.pull_window,
+    )
+
+
+async def run_broker(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    table: TextIO = sys.stderr if args.json else sys.stdout
+    results: list[bench.Result] = []
+
+    def show(result: bench.Result) -> None:
+        results.append(result)
+        print(bench.format_result(result), file=table, flush=True)
+
+    fastest, slowest = bench.calibrate()
+    load = os.getloadavg()
+    machine: dict[str, Any] = {
+        "cpus": os.cpu_count(),
+        "load_before": load,
+        "calibration_ms": [round(fastest, 1), round(slowest, 1)],
+    }
+    print(
+        f"machine: {os.cpu_count()} CPUs, load {load[0]:.2f}, a 1M-step Python loop takes "
+        f"{fastest:.0f}-{slowest:.0f} ms (a wide spread: noisy figures)",
+        file=table,
+    )
+    print(bench.format_header(), file=table, flush=True)
+    if args.broker:
+        label = {"sync": "SYNC_FLUSH", "async": "ASYNC_FLUSH"}.get(args.flush, "unknown")
+        await bench.run_suite(args.broker, settings, flush=label, on_result=show)
+        where = args.broker
+    else:
+        with tempfile.TemporaryDirectory(prefix="rocketkube-bench-") as tmp:
+            async with local_namesrv(Path(tmp)) as namesrv:
+                for mode in FLUSH_MODES[args.flush]:
+                    async with local_broker(Path(tmp), namesrv, mode) as (address, pid):
+                        await bench.run_suite(
+                            address, settings, flush=mode, broker_pid=pid, on_result=show
+                        )
+        where = "child processes on 127.0.0.1"
+    summary = {
+        "benchmark": "broker",
+        "broker": where,
+        "python": sys.version.split()[0],
+        "machine": {**machine, "load_after": os.getloadavg()},
+        "settings": dataclasses.asdict(settings),
+        "results": [r.as_dict() for r in results],
+        "targets": bench.check_targets(results),
+    }
+    if args.json:
+        print(json.dumps(summary), flush=True)
+    else:
+        print(file=table)
+        for target in summary["targets"]:
+            verdict = "met" if target["met"] else "NOT met"
+            print(f"target {target['target']}: {target['goal']}, measured {target['value']:,}"
+                  f" -> {verdict}", file=table)  # fmt: skip
+        print(f"summary: {json.dumps(summary)}", file=table, flush=True)
+    return 0 if all_delivered(results) else 1
+
+
+def all_delivered(results: Sequence[bench.Result]) -> bool:
+    """Every send acknowledged and every pull read what the queues held."""
+    for r in results:
+        if r.failed or (isinstance(r, bench.ThroughputResult) and r.messages != r.expected):
+            return False
+    return True
+
+
+# -- child processes ---------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 now (another process could take it before we bind it)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+@contextlib.asynccontextmanager
+async def child_process(args: list[str], log: Path) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``python -m rocketkube.common ARGS`` with output to ``log``; terminated on exit."""
+    with log.open("wb") as out:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "rocketkube.common", *args,
+            stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out,
+        )  # fmt: skip
+    try:
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), STOP_TIMEOUT)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+
+async def _wait_until(
+    proc: asyncio.subprocess.Process, log: Path, what: str, ready: Callable[[], Any]
+) -> None:
+    """Poll ``ready`` (a coroutine function returning truth) until it is, or fail."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        if proc.returncode is not None:
+            raise errors.RemotingConnectError(
+                f"{what} exited with code {proc.returncode}:\n{_tail(log)}"
+            )
+        try:
+            if await ready():
+                return
+        except (errors.RemotingError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} not ready after {START_TIMEOUT:.0f}s:\n{_tail(log)}")
+        await asyncio.sleep(0.1)
+
+
+@contextlib.asynccontextmanager
+async def local_namesrv(root: Path) -> AsyncIterator[str]:
+    """A name server child process; yields its address."""
+    port = free_port()
+    args = [
+        "namesrv", "--port", str(port), "--http-port", "0", "--log-level", "WARNING",
+        "--kv-config-path", str(root / "namesrv" / "kvConfig.json"),
+    ]  # fmt: skip
+    log = root / "namesrv.log"
+    async with child_process(args, log) as proc:
+
+        async def accepting() -> bool:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            await writer.wait_closed()
+            return True
+
+        await _wait_until(proc, log, "name server", accepting)
+        yield f"127.0.0.1:{port}"
+
+
+@contextlib.asynccontextmanager
+async def local_broker(root: Path, namesrv: str, flush: str) -> AsyncIterator[tuple[str, int]]:
+    """A broker child process with ``flushDiskType=flush``; yields (address, pid)."""
+    port = free_port()
+    name = flush.split("_")[0].lower()
+    args = [
+        "broker", "--port", str(port), "--http-port", "0", "--broker-ip", "127.0.0.1",
+        "--broker-name", f"bench-{name}", "--store", str(root / f"store-{name}"),
+        "--flush-disk-type", flush, "-n", namesrv, "--log-level", "WARNING",
+    ]  # fmt: skip
+    log = root / f"broker-{name}.log"
+    address = f"127.0.0.1:{port}"
+    async with child_process(args, log) as proc:
+        client = RemotingClient(connect_timeout=1.0, timeout=2.0)
+
+        async def serving() -> bool:
+            reply = await client.invoke(
+                address, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
+            )
+            return reply.code == ResponseCode.SUCCESS
+
+        try:
+            await _wait_until(proc, log, f"broker ({flush})", serving)
+        finally:
+            await client.close()
+        yield address, proc.pid
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m rocketkube.client.bench.cli broker ...`` (no entry point needed)."""
+    parser = argparse.ArgumentParser(prog="rocketkube bench", description=COMMAND.help)
+    COMMAND.configure(parser)
+    return COMMAND.run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
