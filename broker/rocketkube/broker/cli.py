@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from rocketkube.common import runtime
 from rocketkube.common import settings as settings_mod
@@ -57,19 +56,13 @@ def run(args: argparse.Namespace) -> int:
     from rocketkube.broker.settings import BrokerSettings
 
     runtime.configure_logging(args.log_level)
-    try:
+
+    def build() -> BrokerApp:
         env = {"namesrvAddr": os.environ.get("NAMESRV_ADDR")}
         file_props = load_properties(args.config) if args.config else {}
-        settings = settings_mod.build(BrokerSettings, env, file_props, _overrides(args))
-    except (OSError, settings_mod.SettingsError) as exc:
-        print(f"rocketkube broker: {exc}", file=sys.stderr)
-        return 2
-    app = BrokerApp(settings)
-    try:
-        return runtime.run(runtime.serve_until_signalled(app.start, app.stop))
-    except OSError as exc:
-        print(f"rocketkube broker: {exc}", file=sys.stderr)
-        return 1
+        return BrokerApp(settings_mod.build(BrokerSettings, env, file_props, _overrides(args)))
+
+    return runtime.run_server("rocketkube broker", build)
 
 
 COMMAND = Command(help="run a broker", configure=configure, run=run)

@@ -7,7 +7,9 @@ import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, Protocol
+
+from rocketkube.common.settings import SettingsError
 
 
 def configure_logging(level: str = "INFO") -> None:
@@ -42,3 +44,27 @@ async def serve_until_signalled(
         logging.getLogger(__name__).info("shutting down")
         await stop()
     return 0
+
+
+class Server(Protocol):
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+def run_server(prog: str, build: Callable[[], Server]) -> int:
+    """Build a server from its config and serve until signalled.
+
+    Exit codes: 2 for a config that cannot be read or is invalid (one line on stderr),
+    1 when the server cannot start (a port in use), 0 after a clean stop.
+    """
+    try:
+        server = build()
+    except (OSError, SettingsError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return run(serve_until_signalled(server.start, server.stop))
+    except OSError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 1

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from rocketkube.common import runtime
 from rocketkube.common import settings as settings_mod
@@ -26,7 +25,8 @@ def run(args: argparse.Namespace) -> int:
     from rocketkube.namesrv.settings import NamesrvSettings
 
     runtime.configure_logging(args.log_level)
-    try:
+
+    def build() -> NamesrvApp:
         file_props = load_properties(args.config) if args.config else {}
         settings = settings_mod.build(
             NamesrvSettings,
@@ -38,15 +38,9 @@ def run(args: argparse.Namespace) -> int:
                 "kvConfigPath": args.kv_config_path,
             },
         )
-    except (OSError, settings_mod.SettingsError) as exc:
-        print(f"rocketkube namesrv: {exc}", file=sys.stderr)
-        return 2
-    app = NamesrvApp(settings)
-    try:
-        return runtime.run(runtime.serve_until_signalled(app.start, app.stop))
-    except OSError as exc:
-        print(f"rocketkube namesrv: {exc}", file=sys.stderr)
-        return 1
+        return NamesrvApp(settings)
+
+    return runtime.run_server("rocketkube namesrv", build)
 
 
 COMMAND = Command(help="run a name server", configure=configure, run=run)

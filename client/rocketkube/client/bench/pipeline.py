@@ -15,6 +15,7 @@ Messages look like a Java producer's: properties ``UNIQ_KEY``, ``WAIT=true``, ``
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import secrets
 import struct
@@ -181,7 +182,7 @@ class Progress:
         return rates
 
 
-class Pipeline(asyncio.Protocol):
+class Pipeline(asyncio.Protocol, abc.ABC):
     """Keeps up to ``window`` requests outstanding on one connection.
 
     Requests are written in batches: after answers arrive, the freed slots are refilled only
@@ -209,14 +210,17 @@ class Pipeline(asyncio.Protocol):
 
     # subclasses: how many requests are left, make ``n`` of them, read an answer
 
+    @abc.abstractmethod
     def _left(self) -> int:
-        raise NotImplementedError
+        """See the subclasses."""
 
+    @abc.abstractmethod
     def _take(self, n: int, out: list[bytes]) -> None:
-        raise NotImplementedError
+        """See the subclasses."""
 
+    @abc.abstractmethod
     def _frame(self, data: memoryview) -> None:
-        raise NotImplementedError
+        """See the subclasses."""
 
     def _next_opaque(self, context: Any) -> int:
         self._opaque = opaque = self._opaque + 1
