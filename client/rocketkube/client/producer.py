@@ -1,0 +1,457 @@
+"""The asyncio producer: sends messages to the brokers a topic's route names.
+
+A send (remoting-protocol.md §3.3) resolves the topic's route (:mod:`.routing`), picks a
+queue round robin, and sends SEND_MESSAGE_V2 (310) with the short header keys to that
+queue's master; a batch goes as SEND_BATCH_MESSAGE (320) with ``m=true`` and the §6.6
+body. Every message gets a ``UNIQ_KEY`` (the id :attr:`SendResult.msg_id` reports);
+bodies of ``compress_over`` bytes or more are zlib-compressed and flagged with sysFlag
+0x1. A transport error or a retriable broker error (see :mod:`.errors`) is retried on
+another broker, up to ``retry_times_when_send_failed`` more times, within ``send_timeout``
+seconds overall; sends to a chosen queue (``queue=`` or a selector) are tried once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import re
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Final, Protocol, Self
+
+from rocketkube.client import errors as client_errors
+from rocketkube.client import routing
+from rocketkube.common import errors
+from rocketkube.common.message import batch as batch_codec
+from rocketkube.common.message import hashing, ids, sysflag
+from rocketkube.common.message import properties as props
+from rocketkube.common.message.model import Message
+from rocketkube.common.protocol.send_headers import (
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+)
+from rocketkube.common.remoting.client import RemotingClient
+from rocketkube.common.remoting.codes import RequestCode, ResponseCode
+from rocketkube.common.remoting.command import RemotingCommand
+
+__all__ = [
+    "MessageQueueSelector",
+    "Producer",
+    "RoundRobinSelector",
+    "SendCallback",
+    "SendResult",
+    "SendStatus",
+    "select_by_hash",
+]
+
+log = logging.getLogger(__name__)
+
+_TOPIC_RE: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+_MAX_TOPIC_LENGTH: Final = 127
+_ZLIB_LEVEL: Final = 5
+
+
+class SendStatus(enum.StrEnum):
+    """How a successful send was stored (Java ``SendStatus``)."""
+
+    SEND_OK = "SEND_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+
+
+_STATUS_BY_CODE: Final[dict[int, SendStatus]] = {
+    ResponseCode.SUCCESS: SendStatus.SEND_OK,
+    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    """The outcome of a send.
+
+    ``msg_id`` is the client id (``UNIQ_KEY``) and ``offset_msg_id`` the broker's offset id
+    (§6.4); for a batch both are comma-joined, one per message, and ``queue_offset`` is
+    the offset of the first message.
+    """
+
+    status: SendStatus
+    msg_id: str
+    offset_msg_id: str
+    queue: routing.MessageQueue
+    queue_offset: int
+
+
+class MessageQueueSelector(Protocol):
+    """Chooses the queue of a message among a topic's writable queues (ordered sends)."""
+
+    def __call__(
+        self, queues: Sequence[routing.MessageQueue], message: Message, arg: object
+    ) -> routing.MessageQueue:
+        """The queue for ``message``; ``arg`` is what the caller passed to ``send``."""
+        ...
+
+
+def select_by_hash(
+    queues: Sequence[routing.MessageQueue], message: Message, arg: object
+) -> routing.MessageQueue:
+    """Selector: ``queues[abs(hash(str(arg))) % n]`` with Java's ``String.hashCode``.
+
+    Messages sharing an ``arg`` (an order id, say) land on one queue, in send order, and
+    a Java producer using ``SelectMessageQueueByHash`` with the same string key agrees.
+    """
+    return queues[abs(hashing.java_string_hash(str(arg))) % len(queues)]
+
+
+class RoundRobinSelector:
+    """Selector: the next queue on each call, ignoring message and ``arg``."""
+
+    def __init__(self) -> None:
+        self._counter = 0
+
+    def __call__(
+        self, queues: Sequence[routing.MessageQueue], message: Message, arg: object
+    ) -> routing.MessageQueue:
+        """The queue after the one chosen last time."""
+        queue = queues[self._counter % len(queues)]
+        self._counter += 1
+        return queue
+
+
+SendCallback = Callable[["asyncio.Future[SendResult]"], object]
+"""Called with the finished future of :meth:`Producer.send_async` (result or exception)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Outgoing:
+    """A request ready to be addressed to a queue: everything but the queue id."""
+
+    topic: str
+    code: int
+    body: bytes
+    sys_flag: int
+    flag: int
+    properties: str | None
+    batch: bool
+    msg_id: str
+
+
+class Producer:
+    """An asyncio RocketMQ producer of group ``group``.
+
+    ``namesrv_addr`` lists name servers separated by ``;``. ``send_timeout`` bounds a
+    whole send, retries included (seconds); ``retry_times_when_send_failed`` is how many
+    more brokers a failed send may try; bodies of ``compress_over`` bytes or more are
+    compressed; larger than ``max_message_size`` bytes are refused. Routes are re-read
+    every ``poll_name_server_interval`` seconds. ``client_ip`` goes into every ``UNIQ_KEY``.
+
+    Use ``async with Producer(...) as producer:`` or :meth:`start` and :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str = "127.0.0.1:9876",
+        *,
+        send_timeout: float = 3.0,
+        retry_times_when_send_failed: int = 2,
+        compress_over: int = 4096,
+        max_message_size: int = 4 * 1024 * 1024,
+        default_topic_queue_nums: int = routing.DEFAULT_TOPIC_QUEUE_NUMS,
+        poll_name_server_interval: float = 30.0,
+        client_ip: str = "127.0.0.1",
+    ) -> None:
+        self.group = group
+        self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
+        self.send_timeout = send_timeout
+        self.retry_times_when_send_failed = retry_times_when_send_failed
+        self.compress_over = compress_over
+        self.max_message_size = max_message_size
+        self.default_topic_queue_nums = default_topic_queue_nums
+        self._poll_interval = poll_name_server_interval
+        self._ids = ids.UniqueIdGenerator(client_ip)
+        self._client: RemotingClient | None = None
+        self._routes: routing.RouteCache | None = None
+        self._pending: set[asyncio.Task[SendResult]] = set()
+        self._closed = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open the client and start refreshing routes; ClientStateError once closed."""
+        if self._closed:
+            raise client_errors.ClientStateError("the producer is closed")
+        if self._client is not None:
+            return
+        self._client = RemotingClient(connect_timeout=self.send_timeout, timeout=self.send_timeout)
+        self._routes = routing.RouteCache(
+            self._client,
+            self.namesrv_addrs,
+            timeout=self.send_timeout,
+            poll_interval=self._poll_interval,
+            default_topic_queue_nums=self.default_topic_queue_nums,
+        )
+        self._routes.start()
+
+    async def close(self) -> None:
+        """Wait for pending :meth:`send_async` sends, then close every connection."""
+        self._closed = True
+        if self._pending:
+            await asyncio.gather(*self._pending, return_exceptions=True)
+        routes, self._routes = self._routes, None
+        client, self._client = self._client, None
+        if routes is not None:
+            await routes.close()
+        if client is not None:
+            await client.close()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def _started(self) -> tuple[RemotingClient, routing.RouteCache]:
+        if self._client is None or self._routes is None:
+            state = "closed" if self._closed else "not started"
+            raise client_errors.ClientStateError(f"the producer is {state}")
+        return self._client, self._routes
+
+    # -- public sends --------------------------------------------------------------------
+
+    async def fetch_publish_queues(self, topic: str) -> list[routing.MessageQueue]:
+        """The writable queues of ``topic`` (``TBW102``'s, clamped, for a new topic)."""
+        _, routes = self._started()
+        return list((await routes.get(topic)).queues)
+
+    async def send(
+        self,
+        message: Message,
+        *,
+        queue: routing.MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: object = None,
+    ) -> SendResult:
+        """Send ``message`` and wait for the broker's answer.
+
+        With ``queue`` (or a ``selector``, called with the writable queues, the message and
+        ``arg``) the message goes to that queue and is tried once; otherwise failures are
+        retried on another broker. Raises :class:`MQBrokerError` for an error code, a
+        :class:`~rocketkube.common.errors.RemotingError` for transport failures (a
+        :class:`~rocketkube.common.errors.RemotingTimeoutError` when ``send_timeout``
+        runs out) and :class:`MessageValidationError` for a message it will not send.
+        """
+        self._started()
+        outgoing = self._prepare(message)
+        if selector is not None and queue is None:
+            queues = await self.fetch_publish_queues(message.topic)
+            queue = selector(queues, message, arg)
+        return await self._send(outgoing, queue)
+
+    async def send_oneway(
+        self, message: Message, *, queue: routing.MessageQueue | None = None
+    ) -> None:
+        """Send ``message`` without waiting for an answer (one attempt, no result)."""
+        client, routes = self._started()
+        outgoing = self._prepare(message)
+        info = await routes.get(outgoing.topic)
+        if queue is None:
+            queue = routing.select_queue(info.queues, None, info.next_index())
+        addr = self._master(info, queue)
+        await client.invoke_oneway(addr, self._request(outgoing, queue.queue_id, oneway=True))
+
+    def send_async(
+        self, message: Message, callback: SendCallback | None = None
+    ) -> asyncio.Future[SendResult]:
+        """Start sending ``message``; the future gives the :class:`SendResult` or the error.
+
+        ``callback``, if given, is called with the finished future. :meth:`close` waits for
+        the sends still running. Validation errors are raised here, not in the future.
+        """
+        self._started()
+        outgoing = self._prepare(message)
+        task = asyncio.get_running_loop().create_task(self._send(outgoing, None))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        if callback is not None:
+            task.add_done_callback(callback)
+        return task
+
+    async def send_batch(
+        self, messages: Sequence[Message], *, queue: routing.MessageQueue | None = None
+    ) -> SendResult:
+        """Send messages of one topic as one batch (§6.6); one result for all of them.
+
+        Batches are never compressed; DELAY and ``%RETRY%`` topics are refused, as in Java.
+        """
+        self._started()
+        if not messages:
+            raise client_errors.MessageValidationError("an empty batch")
+        topic = messages[0].topic
+        items: list[batch_codec.BatchItem] = []
+        msg_ids: list[str] = []
+        for message in messages:
+            if message.topic != topic:
+                raise client_errors.MessageValidationError("a batch must have one topic")
+            if topic.startswith("%RETRY%"):
+                raise client_errors.MessageValidationError("retry topics cannot be batched")
+            if message.properties.get(props.PropertyName.DELAY):
+                raise client_errors.MessageValidationError("delayed messages cannot be batched")
+            self._validate(message)
+            msg_ids.append(self._set_unique_key(message))
+            items.append(
+                batch_codec.BatchItem(
+                    message.flag, message.body, props.encode_properties(message.properties)
+                )
+            )
+        try:
+            body = batch_codec.encode_batch(items)
+        except errors.MessageFormatError as exc:
+            raise client_errors.MessageValidationError(str(exc)) from None
+        if len(body) > self.max_message_size:
+            raise client_errors.MessageValidationError(
+                f"batch of {len(body)} bytes exceeds {self.max_message_size}"
+            )
+        outgoing = _Outgoing(
+            topic, RequestCode.SEND_BATCH_MESSAGE, body, 0, 0, None, True, ",".join(msg_ids)
+        )
+        return await self._send(outgoing, queue)
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _validate(self, message: Message) -> None:
+        topic = message.topic
+        if not topic or len(topic) > _MAX_TOPIC_LENGTH or not _TOPIC_RE.match(topic):
+            raise client_errors.MessageValidationError(f"invalid topic {topic!r}")
+        if not message.body:
+            raise client_errors.MessageValidationError("the message body is empty")
+        if len(message.body) > self.max_message_size:
+            raise client_errors.MessageValidationError(
+                f"body of {len(message.body)} bytes exceeds {self.max_message_size}"
+            )
+
+    def _set_unique_key(self, message: Message) -> str:
+        unique = message.unique_key
+        if unique is None:
+            unique = self._ids.next_id()
+            message.unique_key = unique
+        return unique
+
+    def _prepare(self, message: Message) -> _Outgoing:
+        """Validate, set ``UNIQ_KEY`` and compress: the request minus its queue."""
+        self._validate(message)
+        msg_id = self._set_unique_key(message)
+        body = bytes(message.body)
+        sys_flag = 0
+        if len(body) >= self.compress_over:
+            body = zlib.compress(body, _ZLIB_LEVEL)
+            sys_flag |= sysflag.COMPRESSED_FLAG
+        return _Outgoing(
+            message.topic,
+            RequestCode.SEND_MESSAGE_V2,
+            body,
+            sys_flag,
+            message.flag,
+            props.encode_properties(message.properties),
+            False,
+            msg_id,
+        )
+
+    def _request(self, outgoing: _Outgoing, queue_id: int, *, oneway: bool) -> RemotingCommand:
+        header = SendMessageRequestHeaderV2(
+            producer_group=self.group,
+            topic=outgoing.topic,
+            default_topic=routing.DEFAULT_TOPIC,
+            default_topic_queue_nums=self.default_topic_queue_nums,
+            queue_id=queue_id,
+            sys_flag=outgoing.sys_flag,
+            born_timestamp=int(time.time() * 1000),
+            flag=outgoing.flag,
+            properties=outgoing.properties or None,
+            reconsume_times=0,
+            unit_mode=False,
+            batch=True if outgoing.batch else None,
+        )
+        return RemotingCommand.request(outgoing.code, header.encode(), outgoing.body, oneway=oneway)
+
+    @staticmethod
+    def _master(info: routing.TopicPublishInfo, queue: routing.MessageQueue) -> str:
+        addr = info.master_addr(queue.broker_name)
+        if addr is None:
+            raise client_errors.RouteNotFoundError(
+                f"no master address for broker {queue.broker_name!r}"
+            )
+        return addr
+
+    async def _send(self, outgoing: _Outgoing, queue: routing.MessageQueue | None) -> SendResult:
+        """Send with retries on other brokers, within ``send_timeout`` overall."""
+        client, routes = self._started()
+        deadline = time.monotonic() + self.send_timeout
+        info = await routes.get(outgoing.topic)
+        attempts = 1 if queue is not None else 1 + max(0, self.retry_times_when_send_failed)
+        last_broker: str | None = None
+        last_error: errors.RocketKubeError | None = None
+        for _ in range(attempts):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            target = queue or routing.select_queue(info.queues, last_broker, info.next_index())
+            try:
+                addr = self._master(info, target)
+                request = self._request(outgoing, target.queue_id, oneway=False)
+                response = await client.invoke(addr, request, remaining)
+                return self._result(outgoing, target, response)
+            except (errors.RemotingError, client_errors.MQClientError) as exc:
+                if not exc.retriable:
+                    raise
+                last_error, last_broker = exc, target.broker_name
+                log.info("send to %s failed, retrying elsewhere: %s", last_broker, exc)
+            if isinstance(last_error, errors.RemotingError):
+                client.close_connection(addr)
+            info = await self._refresh_quietly(routes, info, deadline)
+        if last_error is None or time.monotonic() >= deadline:
+            raise errors.RemotingTimeoutError(
+                f"send to {outgoing.topic!r} took over {self.send_timeout} s"
+            ) from last_error
+        raise last_error
+
+    @staticmethod
+    async def _refresh_quietly(
+        routes: routing.RouteCache, info: routing.TopicPublishInfo, deadline: float
+    ) -> routing.TopicPublishInfo:
+        """The route re-read after a failure (before ``deadline``), else the old one."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return info
+        try:
+            return await asyncio.wait_for(routes.refresh(info.topic), remaining)
+        except (TimeoutError, errors.RemotingError, client_errors.MQClientError):
+            return info
+
+    @staticmethod
+    def _result(
+        outgoing: _Outgoing, queue: routing.MessageQueue, response: RemotingCommand
+    ) -> SendResult:
+        status = _STATUS_BY_CODE.get(response.code)
+        if status is None:
+            raise client_errors.for_code(response.code, response.remark, queue.broker_name)
+        header = SendMessageResponseHeader.decode(response.ext_fields)
+        return SendResult(
+            status=status,
+            msg_id=outgoing.msg_id,
+            offset_msg_id=header.msg_id,
+            queue=routing.MessageQueue(queue.topic, queue.broker_name, header.queue_id),
+            queue_offset=header.queue_offset,
+        )
