@@ -11,6 +11,7 @@ Errors: :class:`MQClientError` and its subclasses (see :mod:`rocketkube.client.e
 plus the transport errors of :mod:`rocketkube.common.errors`, re-exported here.
 """
 
+from rocketkube.client.admin import AdminClient
 from rocketkube.client.errors import (
     BrokerBusyError,
     ClientStateError,
@@ -24,6 +25,7 @@ from rocketkube.client.errors import (
     TopicNotExistError,
     for_code,
 )
+from rocketkube.client.lite_pull import ConsumeFrom, LitePullConsumer
 from rocketkube.client.producer import (
     MessageQueueSelector,
     Producer,
@@ -44,9 +46,12 @@ from rocketkube.common.errors import (
 from rocketkube.common.message.model import Message
 
 __all__ = [
+    "AdminClient",
     "BrokerBusyError",
     "ClientStateError",
     "ConnectionClosedError",
+    "ConsumeFrom",
+    "LitePullConsumer",
     "MQBrokerError",
     "MQClientError",
     "Message",

@@ -1,0 +1,524 @@
+"""The typed asyncio admin client: what ``mqadmin`` does, for programs (the K8s operator).
+
+::
+
+    async with AdminClient("127.0.0.1:9876") as admin:
+        await admin.create_topic("Orders", cluster="DefaultCluster", write_queue_nums=4)
+        route = await admin.topic_route("Orders")
+        lag = (await admin.consume_stats("OrderGroup", "Orders")).diff_total
+
+``namesrv_addr`` may list several name servers separated by ``;``. Reads go to the first
+name server that answers; writes to name servers (write permission, KV config, topic
+deletion) go to every one. Broker requests go to masters, found through the cluster info
+or the topic's route. A non-zero response code raises the :class:`MQBrokerError`
+subclass :func:`~rocketkube.client.errors.for_code` maps it to, with ``code``, ``remark``
+and the answering address as ``broker``; transport failures raise the
+:mod:`rocketkube.common.errors` remoting errors unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Self, TypeVar
+
+from rocketkube.client.errors import ClientStateError, MQClientError, for_code
+from rocketkube.common import errors as common_errors
+from rocketkube.common import fastjson, properties_file
+from rocketkube.common.message import ids, record
+from rocketkube.common.message.model import MessageExt
+from rocketkube.common.protocol import admin_headers as ah
+from rocketkube.common.protocol import namesrv_headers as nh
+from rocketkube.common.protocol import route as rt
+from rocketkube.common.protocol.admin_bodies import (
+    ConsumerConnection,
+    ConsumeStats,
+    MessageQueue,
+    OffsetWrapper,
+    ProducerConnection,
+    TopicOffset,
+    TopicStatsTable,
+)
+from rocketkube.common.protocol.topic_config import TopicConfig
+from rocketkube.common.remoting.client import RemotingClient
+from rocketkube.common.remoting.codes import RequestCode, ResponseCode
+from rocketkube.common.remoting.command import RemotingCommand
+
+__all__ = ["DEFAULT_TOPIC", "AdminClient"]
+
+#: The template topic brokers create new topics from (``TBW102``).
+DEFAULT_TOPIC = "TBW102"
+
+T = TypeVar("T")
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class AdminClient:
+    """An admin connection to a RocketMQ 4.x name server (or several) and their brokers.
+
+    Use as ``async with AdminClient(addr) as admin`` or call :meth:`start` and
+    :meth:`close`. ``timeout`` (seconds) bounds each connect and each request.
+    """
+
+    def __init__(self, namesrv_addr: str, *, timeout: float = 3.0) -> None:
+        self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
+        if not self.namesrv_addrs:
+            raise ValueError(f"no name server address in {namesrv_addr!r}")
+        self.timeout = timeout
+        self._remoting: RemotingClient | None = None
+        self._closed = False
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Make the client usable; connections open lazily on first use."""
+        if self._closed:
+            raise ClientStateError("the admin client is closed")
+        if self._remoting is None:
+            self._remoting = RemotingClient(connect_timeout=self.timeout, timeout=self.timeout)
+
+    async def close(self) -> None:
+        """Close every connection; the client cannot be started again."""
+        self._closed = True
+        remoting, self._remoting = self._remoting, None
+        if remoting is not None:
+            await remoting.close()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    def _client(self) -> RemotingClient:
+        if self._remoting is None:
+            raise ClientStateError("the admin client is not started (or already closed)")
+        return self._remoting
+
+    async def _invoke(
+        self,
+        address: str,
+        code: int,
+        ext: dict[str, str] | None = None,
+        body: bytes = b"",
+        *,
+        allow: frozenset[int] = frozenset(),
+    ) -> RemotingCommand:
+        """Send a request; raise the mapped error unless SUCCESS or a code in ``allow``."""
+        request = RemotingCommand.request(code, ext, body)
+        response = await self._client().invoke(address, request)
+        if response.code != ResponseCode.SUCCESS and response.code not in allow:
+            raise for_code(response.code, response.remark, address)
+        return response
+
+    async def _any_namesrv(
+        self, code: int, ext: dict[str, str] | None = None, body: bytes = b""
+    ) -> RemotingCommand:
+        """The first name server's answer that arrives; transport errors try the next."""
+        last: common_errors.RemotingError | None = None
+        for address in self.namesrv_addrs:
+            try:
+                return await self._invoke(address, code, ext, body)
+            except common_errors.RemotingError as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+    async def _every_namesrv(
+        self, code: int, ext: dict[str, str] | None = None, body: bytes = b""
+    ) -> dict[str, RemotingCommand]:
+        return await self._each(
+            self.namesrv_addrs, lambda addr: self._invoke(addr, code, ext, body)
+        )
+
+    @staticmethod
+    async def _each(addresses: list[str], call: Callable[[str], Awaitable[T]]) -> dict[str, T]:
+        """``call`` on every address concurrently; the first failure is raised."""
+        results = await asyncio.gather(*(call(addr) for addr in addresses))
+        return dict(zip(addresses, results, strict=True))
+
+    async def _cluster_masters(self, cluster: str) -> list[str]:
+        info = await self.cluster_info()
+        names = info.cluster_addr_table.get(cluster)
+        if not names:
+            raise MQClientError(f"no broker in cluster {cluster!r}")
+        masters = []
+        for name in sorted(names):
+            data = info.broker_addr_table.get(name)
+            if data is not None and data.master_addr is not None:
+                masters.append(data.master_addr)
+        if not masters:
+            raise MQClientError(f"no master broker in cluster {cluster!r}")
+        return masters
+
+    async def _all_masters(self) -> list[str]:
+        info = await self.cluster_info()
+        return sorted(
+            data.master_addr
+            for data in info.broker_addr_table.values()
+            if data.master_addr is not None
+        )
+
+    async def _route_brokers(self, topic: str, *, masters_only: bool = True) -> list[str]:
+        """One address per broker of the topic's route: its master (or any, if allowed)."""
+        route = await self.topic_route(topic)
+        addrs = []
+        for data in route.broker_datas:
+            addr = data.master_addr
+            if addr is None and not masters_only and data.broker_addrs:
+                addr = data.broker_addrs[min(data.broker_addrs)]
+            if addr is not None:
+                addrs.append(addr)
+        return sorted(set(addrs))
+
+    @staticmethod
+    def _targets(cluster: str | None, broker_addr: str | None) -> None:
+        if (cluster is None) == (broker_addr is None):
+            raise ValueError("give exactly one of cluster and broker_addr")
+
+    # -- name server reads --------------------------------------------------------------
+
+    async def cluster_info(self) -> rt.ClusterInfo:
+        """GET_BROKER_CLUSTER_INFO (106): brokers by name and broker names by cluster."""
+        response = await self._any_namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)
+        return rt.ClusterInfo.decode(response.body)
+
+    async def topic_list(self) -> list[str]:
+        """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): every topic the name server routes."""
+        response = await self._any_namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        return rt.decode_topic_list(response.body)
+
+    async def topic_route(self, topic: str) -> rt.TopicRouteData:
+        """GET_ROUTEINFO_BY_TOPIC (105): the topic's queues and brokers.
+
+        Raises :class:`~rocketkube.client.errors.TopicNotExistError` for an unknown topic.
+        """
+        header = nh.GetRouteInfoRequestHeader(topic=topic)
+        response = await self._any_namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, header.encode())
+        return rt.TopicRouteData.decode(response.body)
+
+    # -- topics -------------------------------------------------------------------------
+
+    async def create_topic(
+        self,
+        topic: str,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+        read_queue_nums: int = 8,
+        write_queue_nums: int = 8,
+        perm: int = 6,
+        order: bool = False,
+    ) -> TopicConfig:
+        """UPDATE_AND_CREATE_TOPIC (17) on every master of ``cluster``, or on ``broker_addr``.
+
+        Give exactly one of the two. Creates or updates the topic; brokers re-register, so
+        the route appears on the name servers shortly after (not necessarily on return).
+        Returns the configuration sent.
+        """
+        self._targets(cluster, broker_addr)
+        config = TopicConfig(
+            topic_name=topic,
+            read_queue_nums=read_queue_nums,
+            write_queue_nums=write_queue_nums,
+            perm=perm,
+            order=order,
+        )
+        header = ah.CreateTopicRequestHeader(
+            topic=topic,
+            default_topic=DEFAULT_TOPIC,
+            read_queue_nums=config.read_queue_nums,
+            write_queue_nums=config.write_queue_nums,
+            perm=config.perm,
+            topic_filter_type=config.topic_filter_type,
+            order=config.order,
+            topic_sys_flag=config.topic_sys_flag,
+        )
+        addrs = [broker_addr] if broker_addr is not None else []
+        if cluster is not None:
+            addrs = await self._cluster_masters(cluster)
+        ext = header.encode()
+        await self._each(
+            addrs, lambda addr: self._invoke(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
+        )
+        return config
+
+    async def delete_topic(self, topic: str, cluster: str) -> None:
+        """DELETE_TOPIC_IN_BROKER (215) on every master of ``cluster``, then
+        DELETE_TOPIC_IN_NAMESRV (216) on every name server."""
+        masters = await self._cluster_masters(cluster)
+        ext = ah.DeleteTopicRequestHeader(topic=topic).encode()
+        await self._each(
+            masters, lambda addr: self._invoke(addr, RequestCode.DELETE_TOPIC_IN_BROKER, ext)
+        )
+        ns_ext = nh.DeleteTopicFromNamesrvRequestHeader(topic=topic).encode()
+        await self._every_namesrv(RequestCode.DELETE_TOPIC_IN_NAMESRV, ns_ext)
+
+    async def topic_stats(self, topic: str) -> TopicStatsTable:
+        """GET_TOPIC_STATS_INFO (202) on every master of the topic's route, merged:
+        min/max offset and last store time of each queue."""
+        ext = ah.GetTopicStatsInfoRequestHeader(topic=topic).encode()
+        answers = await self._each(
+            await self._route_brokers(topic),
+            lambda addr: self._invoke(addr, RequestCode.GET_TOPIC_STATS_INFO, ext),
+        )
+        table: dict[MessageQueue, TopicOffset] = {}
+        for response in answers.values():
+            table.update(TopicStatsTable.decode(response.body).offset_table)
+        return TopicStatsTable(dict(sorted(table.items())))
+
+    # -- subscription groups and consumers ----------------------------------------------
+
+    async def create_subscription_group(
+        self,
+        group: str,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+        consume_enable: bool = True,
+        consume_from_min_enable: bool = True,
+        consume_broadcast_enable: bool = True,
+        retry_queue_nums: int = 1,
+        retry_max_times: int = 16,
+        broker_id: int = 0,
+        which_broker_when_consume_slowly: int = 1,
+        notify_consumer_ids_changed_enable: bool = True,
+    ) -> None:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) on every master of ``cluster``, or on
+        ``broker_addr`` (exactly one of the two): creates or replaces the group's config."""
+        self._targets(cluster, broker_addr)
+        body = fastjson.dumps(
+            {
+                "brokerId": broker_id,
+                "consumeBroadcastEnable": consume_broadcast_enable,
+                "consumeEnable": consume_enable,
+                "consumeFromMinEnable": consume_from_min_enable,
+                "groupName": group,
+                "notifyConsumerIdsChangedEnable": notify_consumer_ids_changed_enable,
+                "retryMaxTimes": retry_max_times,
+                "retryQueueNums": retry_queue_nums,
+                "whichBrokerWhenConsumeSlowly": which_broker_when_consume_slowly,
+            }
+        )
+        addrs = [broker_addr] if broker_addr is not None else []
+        if cluster is not None:
+            addrs = await self._cluster_masters(cluster)
+        await self._each(
+            addrs,
+            lambda addr: self._invoke(
+                addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body
+            ),
+        )
+
+    async def delete_subscription_group(
+        self, group: str, cluster: str, *, remove_offset: bool = False
+    ) -> None:
+        """DELETE_SUBSCRIPTIONGROUP (207) on every master of ``cluster``; with
+        ``remove_offset`` the group's consumer offsets go too."""
+        ext = ah.DeleteSubscriptionGroupRequestHeader(
+            group_name=group, remove_offset=remove_offset
+        ).encode()
+        await self._each(
+            await self._cluster_masters(cluster),
+            lambda addr: self._invoke(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext),
+        )
+
+    async def consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
+        """GET_CONSUME_STATS (208) per broker, merged: broker and consumer offset per queue.
+
+        With ``topic``, the masters of its route are asked about that topic only; without,
+        every master of every cluster about every topic the group has offsets on. The
+        total lag is the result's ``diff_total``; ``consume_tps`` is summed.
+        """
+        ext = ah.GetConsumeStatsRequestHeader(consumer_group=group, topic=topic).encode()
+        addrs = await self._route_brokers(topic) if topic else await self._all_masters()
+        answers = await self._each(
+            addrs, lambda addr: self._invoke(addr, RequestCode.GET_CONSUME_STATS, ext)
+        )
+        table: dict[MessageQueue, OffsetWrapper] = {}
+        tps = 0.0
+        for response in answers.values():
+            stats = ConsumeStats.decode(response.body)
+            table.update(stats.offset_table)
+            tps += stats.consume_tps
+        return ConsumeStats(dict(sorted(table.items())), tps)
+
+    async def consumer_connections(self, group: str) -> ConsumerConnection:
+        """GET_CONSUMER_CONNECTION_LIST (203): the group's online consumers and their
+        subscriptions, from the first master that knows them.
+
+        Raises the broker's error (CONSUMER_NOT_ONLINE) when no master does.
+        """
+        ext = ah.GetConsumerConnectionListRequestHeader(consumer_group=group).encode()
+        last: Exception | None = None
+        for addr in await self._all_masters():
+            try:
+                response = await self._invoke(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, ext)
+            except MQClientError as exc:
+                last = exc
+                continue
+            return ConsumerConnection.decode(response.body)
+        raise last if last is not None else MQClientError("no master broker known")
+
+    async def producer_connections(self, group: str, topic: str) -> ProducerConnection:
+        """GET_PRODUCER_CONNECTION_LIST (204) on every master of ``topic``'s route: the
+        group's producer connections, merged (one entry per client id)."""
+        ext = ah.GetProducerConnectionListRequestHeader(producer_group=group).encode()
+        answers = await self._each(
+            await self._route_brokers(topic),
+            lambda addr: self._invoke(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, ext),
+        )
+        seen: set[str] = set()
+        out = ProducerConnection()
+        for response in answers.values():
+            for conn in ProducerConnection.decode(response.body).connections:
+                if conn.client_id not in seen:
+                    seen.add(conn.client_id)
+                    out.connections.append(conn)
+        return out
+
+    # -- brokers ------------------------------------------------------------------------
+
+    async def broker_runtime_info(self, broker_addr: str) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO (28): the broker's runtime KVTable under Java's key
+        names (``msgPutTotalTodayNow``, ``commitLogDiskRatio``, ...)."""
+        response = await self._invoke(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        return rt.decode_kv_table(response.body)
+
+    async def broker_config(self, broker_addr: str) -> dict[str, str]:
+        """GET_BROKER_CONFIG (26): every setting of the broker, as strings under
+        RocketMQ's property names."""
+        response = await self._invoke(broker_addr, RequestCode.GET_BROKER_CONFIG)
+        return properties_file.parse_properties(response.body_bytes().decode("utf-8"))
+
+    async def update_broker_config(self, broker_addr: str, changes: Mapping[str, object]) -> None:
+        """UPDATE_BROKER_CONFIG (25): apply ``changes`` (property name to value) in memory.
+
+        The broker validates them as a whole and refuses settings fixed at start.
+        """
+        text = properties_file.format_properties(dict(changes))
+        await self._invoke(broker_addr, RequestCode.UPDATE_BROKER_CONFIG, None, text.encode())
+
+    async def wipe_write_perm(self, broker_name: str) -> dict[str, int]:
+        """WIPE_WRITE_PERM_OF_BROKER (205) on every name server: routes stop offering the
+        broker's queues for writing. Returns the topic count affected per name server."""
+        ext = nh.BrokerNameRequestHeader(broker_name=broker_name).encode()
+        answers = await self._every_namesrv(RequestCode.WIPE_WRITE_PERM_OF_BROKER, ext)
+        return {
+            addr: nh.WipeWritePermResponseHeader.decode(r.ext_fields).wipe_topic_count
+            for addr, r in answers.items()
+        }
+
+    async def add_write_perm(self, broker_name: str) -> dict[str, int]:
+        """ADD_WRITE_PERM_OF_BROKER (327) on every name server: undoes
+        :meth:`wipe_write_perm`. Returns the topic count affected per name server."""
+        ext = nh.BrokerNameRequestHeader(broker_name=broker_name).encode()
+        answers = await self._every_namesrv(RequestCode.ADD_WRITE_PERM_OF_BROKER, ext)
+        return {
+            addr: nh.AddWritePermResponseHeader.decode(r.ext_fields).add_topic_count
+            for addr, r in answers.items()
+        }
+
+    # -- name server KV config ----------------------------------------------------------
+
+    async def put_kv_config(self, namespace: str, key: str, value: str) -> None:
+        """PUT_KV_CONFIG (100) on every name server."""
+        ext = nh.PutKVConfigRequestHeader(namespace=namespace, key=key, value=value).encode()
+        await self._every_namesrv(RequestCode.PUT_KV_CONFIG, ext)
+
+    async def get_kv_config(self, namespace: str, key: str) -> str | None:
+        """GET_KV_CONFIG (101) from the first name server that answers; None if unset."""
+        ext = nh.KVConfigKeyRequestHeader(namespace=namespace, key=key).encode()
+        last: common_errors.RemotingError | None = None
+        for address in self.namesrv_addrs:
+            try:
+                response = await self._invoke(
+                    address,
+                    RequestCode.GET_KV_CONFIG,
+                    ext,
+                    allow=frozenset({ResponseCode.QUERY_NOT_FOUND}),
+                )
+            except common_errors.RemotingError as exc:
+                last = exc
+                continue
+            if response.code == ResponseCode.QUERY_NOT_FOUND:
+                return None
+            return nh.GetKVConfigResponseHeader.decode(response.ext_fields).value
+        assert last is not None
+        raise last
+
+    async def delete_kv_config(self, namespace: str, key: str) -> None:
+        """DELETE_KV_CONFIG (102) on every name server."""
+        ext = nh.KVConfigKeyRequestHeader(namespace=namespace, key=key).encode()
+        await self._every_namesrv(RequestCode.DELETE_KV_CONFIG, ext)
+
+    # -- messages -----------------------------------------------------------------------
+
+    async def view_message(self, offset_msg_id: str) -> MessageExt:
+        """VIEW_MESSAGE_BY_ID (33): the stored message of an offset message id, asked of
+        the broker the id names. Raises MessageFormatError for a malformed id."""
+        host, port, offset = ids.decode_offset_msg_id(offset_msg_id)
+        addr = ids.join_host_port(host, port)
+        ext = ah.ViewMessageRequestHeader(offset=offset).encode()
+        response = await self._invoke(addr, RequestCode.VIEW_MESSAGE_BY_ID, ext)
+        return record.decode(response.body)
+
+    async def query_messages_by_key(
+        self,
+        topic: str,
+        key: str,
+        max_num: int = 32,
+        begin_ms: int = 0,
+        end_ms: int | None = None,
+        *,
+        unique_key: bool = False,
+    ) -> list[MessageExt]:
+        """QUERY_MESSAGE (12) on every broker of the topic's route, merged.
+
+        Matches the ``KEYS`` property (or, with ``unique_key``, the ``UNIQ_KEY`` client
+        id) stored between ``begin_ms`` and ``end_ms`` (default now). The index is hashed,
+        so results are re-checked as clients do; sorted by store time, at most ``max_num``
+        per broker.
+        """
+        header = ah.QueryMessageRequestHeader(
+            topic=topic,
+            key=key,
+            max_num=max_num,
+            begin_timestamp=begin_ms,
+            end_timestamp=_now_ms() if end_ms is None else end_ms,
+        )
+        ext = header.encode()
+        if unique_key:
+            ext[ah.UNIQUE_MSG_QUERY_FLAG] = "true"
+        not_found = frozenset({ResponseCode.QUERY_NOT_FOUND})
+        answers = await self._each(
+            await self._route_brokers(topic, masters_only=False),
+            lambda addr: self._invoke(addr, RequestCode.QUERY_MESSAGE, ext, allow=not_found),
+        )
+        found: dict[tuple[str, int], MessageExt] = {}
+        for response in answers.values():
+            if response.code != ResponseCode.SUCCESS:
+                continue
+            for message in record.iter_records(response.body):
+                if message.topic != topic:
+                    continue
+                if unique_key:
+                    if message.unique_key != key:
+                        continue
+                elif key not in message.keys:
+                    continue
+                found[(message.store_host, message.commit_log_offset)] = message
+        return sorted(found.values(), key=lambda m: (m.store_timestamp, m.commit_log_offset))

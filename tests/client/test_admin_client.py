@@ -1,0 +1,266 @@
+"""AdminClient against a real name server and broker, in-process on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from rocketkube.broker.app import BrokerApp
+from rocketkube.broker.settings import BrokerSettings
+from rocketkube.client import Message, Producer
+from rocketkube.client.admin import AdminClient
+from rocketkube.client.errors import ClientStateError, MQBrokerError, TopicNotExistError
+from rocketkube.common.errors import MessageFormatError
+from rocketkube.common.protocol import permission
+from rocketkube.common.protocol.pull_headers import UpdateConsumerOffsetRequestHeader
+from rocketkube.common.remoting.codes import RequestCode, ResponseCode
+from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.namesrv.app import NamesrvApp
+
+WAIT_SECONDS = 10.0
+CLUSTER = "DefaultCluster"
+T = TypeVar("T")
+
+
+async def _until(probe: Callable[[], Awaitable[T | None]], what: str) -> T:
+    """Poll ``probe`` (bounded) until it returns something other than None."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        value = await probe()
+        if value is not None:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not in {WAIT_SECONDS} s: {what}")
+        await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+async def broker(tmp_path: Path, namesrv: NamesrvApp) -> AsyncIterator[BrokerApp]:
+    app = BrokerApp(
+        BrokerSettings(
+            listen_port=0,
+            http_port=0,
+            bind_address="127.0.0.1",
+            broker_ip1="127.0.0.1",
+            namesrv_addr=namesrv.address,
+            store_path_root_dir=str(tmp_path / "store"),
+            mapped_file_size_commit_log=1 << 22,
+            mapped_file_size_consume_queue=20 * 1000,
+            max_hash_slot_num=1000,
+            max_index_num=4000,
+        )
+    )
+    await app.start()
+    try:
+        registrar = app.registrar
+        assert registrar is not None
+        deadline = time.monotonic() + WAIT_SECONDS
+        while not registrar.registered:
+            assert time.monotonic() < deadline, "the broker did not register"
+            await asyncio.sleep(0.02)
+        yield app
+    finally:
+        await app.stop()
+
+
+@pytest.fixture
+async def admin(namesrv: NamesrvApp, broker: BrokerApp) -> AsyncIterator[AdminClient]:
+    async with AdminClient(namesrv.address, timeout=3.0) as client:
+        yield client
+
+
+@pytest.fixture
+def topic() -> str:
+    return f"AdminTopic_{uuid.uuid4().hex[:10]}"
+
+
+async def _create_routed(admin: AdminClient, topic: str, queues: int = 4) -> None:
+    await admin.create_topic(
+        topic, cluster=CLUSTER, read_queue_nums=queues, write_queue_nums=queues
+    )
+
+    async def routed() -> bool | None:
+        try:
+            await admin.topic_route(topic)
+        except TopicNotExistError:
+            return None
+        return True
+
+    await _until(routed, f"{topic} routed")
+
+
+async def test_not_started_client_refuses(namesrv: NamesrvApp) -> None:
+    client = AdminClient(namesrv.address)
+    with pytest.raises(ClientStateError):
+        await client.topic_list()
+    await client.close()
+    with pytest.raises(ClientStateError):
+        await client.start()
+
+
+async def test_cluster_info_lists_the_broker(admin: AdminClient, broker: BrokerApp) -> None:
+    info = await admin.cluster_info()
+    assert info.cluster_addr_table[CLUSTER] == {"broker-a"}
+    assert info.broker_addr_table["broker-a"].master_addr == broker.address
+
+
+async def test_unknown_topic_maps_to_topic_not_exist(admin: AdminClient) -> None:
+    with pytest.raises(TopicNotExistError) as caught:
+        await admin.topic_route("NoSuchTopic_x")
+    assert caught.value.code == ResponseCode.TOPIC_NOT_EXIST
+    assert "NoSuchTopic_x" in (caught.value.remark or "")
+    with pytest.raises(TopicNotExistError):
+        await admin.topic_stats("NoSuchTopic_x")
+
+
+async def test_create_route_list_stats_delete_topic(admin: AdminClient, topic: str) -> None:
+    await _create_routed(admin, topic, queues=4)
+    route = await admin.topic_route(topic)
+    assert [(q.broker_name, q.write_queue_nums, q.perm) for q in route.queue_datas] == [
+        ("broker-a", 4, 6)
+    ]
+    assert topic in await admin.topic_list()
+
+    async with Producer("AdminPG", admin.namesrv_addrs[0]) as producer:
+        for i in range(5):
+            await producer.send(Message(topic, f"m{i}".encode()))
+    stats = await admin.topic_stats(topic)
+    assert len(stats.offset_table) == 4
+    assert sum(o.max_offset for o in stats.offset_table.values()) == 5
+    assert {mq.topic for mq in stats.offset_table} == {topic}
+
+    await admin.delete_topic(topic, CLUSTER)
+    assert topic not in await admin.topic_list()
+    with pytest.raises(TopicNotExistError):
+        await admin.topic_route(topic)
+
+
+async def test_create_topic_needs_one_target(admin: AdminClient, broker: BrokerApp) -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        await admin.create_topic("T1", cluster=CLUSTER, broker_addr=broker.address)
+    with pytest.raises(ValueError, match="exactly one"):
+        await admin.create_topic("T1")
+
+
+async def test_create_topic_on_one_broker_and_bad_request(
+    admin: AdminClient, broker: BrokerApp, topic: str
+) -> None:
+    config = await admin.create_topic(topic, broker_addr=broker.address, write_queue_nums=2)
+    assert (config.topic_name, config.write_queue_nums) == (topic, 2)
+    assert broker.ctx is not None
+    assert broker.ctx.topics.get(topic) is not None
+    with pytest.raises(MQBrokerError) as caught:
+        await admin.create_topic("TBW102", broker_addr=broker.address)
+    assert caught.value.code != ResponseCode.SUCCESS
+    assert caught.value.broker == broker.address
+
+
+async def test_subscription_groups_and_consume_stats(
+    admin: AdminClient, broker: BrokerApp, topic: str
+) -> None:
+    group = f"AdminCG_{uuid.uuid4().hex[:8]}"
+    await admin.create_subscription_group(group, cluster=CLUSTER, retry_max_times=3)
+    assert broker.ctx is not None
+    config = broker.ctx.groups.table[group]
+    assert config.retry_max_times == 3
+    assert config.consume_broadcast_enable
+
+    await _create_routed(admin, topic, queues=2)
+    async with Producer("AdminPG", admin.namesrv_addrs[0]) as producer:
+        results = [await producer.send(Message(topic, b"x")) for _ in range(4)]
+    stats = await admin.consume_stats(group, topic)
+    assert len(stats.offset_table) == 2
+    assert stats.diff_total == 4
+
+    first = results[0]
+    header = UpdateConsumerOffsetRequestHeader(
+        consumer_group=group,
+        topic=topic,
+        queue_id=first.queue.queue_id,
+        commit_offset=first.queue_offset + 1,
+    )
+    response = await admin._client().invoke(
+        broker.address,
+        RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header.encode()),
+    )
+    assert response.code == ResponseCode.SUCCESS
+    stats = await admin.consume_stats(group, topic)
+    assert stats.diff_total == 3
+    assert (await admin.consume_stats(group)).diff_total == 3
+
+    with pytest.raises(MQBrokerError) as caught:
+        await admin.consumer_connections(group)
+    assert caught.value.code == ResponseCode.CONSUMER_NOT_ONLINE
+    with pytest.raises(MQBrokerError, match="not exist"):  # this producer sends no heartbeat
+        await admin.producer_connections("AdminPG", topic)
+
+    await admin.delete_subscription_group(group, CLUSTER, remove_offset=True)
+    assert group not in broker.ctx.groups.table
+
+
+async def test_broker_runtime_info_and_config(admin: AdminClient, broker: BrokerApp) -> None:
+    info = await admin.broker_runtime_info(broker.address)
+    assert info
+    assert all(isinstance(v, str) for v in info.values())
+    config = await admin.broker_config(broker.address)
+    assert config["brokerName"] == "broker-a"
+    old = config["defaultTopicQueueNums"]
+    await admin.update_broker_config(broker.address, {"defaultTopicQueueNums": 3})
+    assert (await admin.broker_config(broker.address))["defaultTopicQueueNums"] == "3"
+    assert old != "3"
+    with pytest.raises(MQBrokerError):
+        await admin.update_broker_config(broker.address, {"listenPort": 1})
+
+
+async def test_wipe_and_add_write_perm(admin: AdminClient, namesrv: NamesrvApp, topic: str) -> None:
+    await _create_routed(admin, topic)
+    wiped = await admin.wipe_write_perm("broker-a")
+    assert wiped[namesrv.address] >= 1
+    route = await admin.topic_route(topic)
+    assert not route.queue_datas[0].perm & permission.PERM_WRITE
+    added = await admin.add_write_perm("broker-a")
+    assert added[namesrv.address] >= 1
+    route = await admin.topic_route(topic)
+    assert route.queue_datas[0].perm & permission.PERM_WRITE
+
+
+async def test_kv_config(admin: AdminClient) -> None:
+    assert await admin.get_kv_config("NS", "k") is None
+    await admin.put_kv_config("NS", "k", "v1")
+    assert await admin.get_kv_config("NS", "k") == "v1"
+    await admin.delete_kv_config("NS", "k")
+    assert await admin.get_kv_config("NS", "k") is None
+
+
+async def test_view_message_and_query_by_key(admin: AdminClient, topic: str) -> None:
+    await _create_routed(admin, topic)
+    async with Producer("AdminPG", admin.namesrv_addrs[0]) as producer:
+        message = Message(topic, b"payload")
+        message.keys = ["order-1", "other"]
+        sent = await producer.send(message)
+        noise = Message(topic, b"noise")
+        noise.keys = ["order-2"]
+        await producer.send(noise)
+
+    viewed = await admin.view_message(sent.offset_msg_id)
+    assert (viewed.body, viewed.topic) == (b"payload", topic)
+    assert viewed.unique_key == sent.msg_id
+    assert viewed.msg_id == sent.offset_msg_id
+    with pytest.raises(MessageFormatError):
+        await admin.view_message("not-an-id")
+
+    async def by_key() -> list[str] | None:
+        found = await admin.query_messages_by_key(topic, "order-1")
+        return [m.unique_key or "" for m in found] or None
+
+    assert await _until(by_key, "order-1 indexed") == [sent.msg_id]
+    by_uniq = await admin.query_messages_by_key(topic, sent.msg_id, unique_key=True)
+    assert [m.body for m in by_uniq] == [b"payload"]
+    assert await admin.query_messages_by_key(topic, "absent-key") == []
+    assert await admin.query_messages_by_key(topic, "order-1", end_ms=1) == []
