@@ -21,10 +21,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from types import TracebackType
-from typing import Self, TypeVar
+from typing import TypeVar
 
 from rocketkube.client.errors import ClientStateError, MQClientError, for_code
+from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.common import errors as common_errors
 from rocketkube.common import fastjson, properties_file
 from rocketkube.common.message import ids, record
@@ -58,7 +58,7 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class AdminClient:
+class AdminClient(AsyncLifecycle):
     """An admin connection to a RocketMQ 4.x name server (or several) and their brokers.
 
     Use as ``async with AdminClient(addr) as admin`` or call :meth:`start` and
@@ -88,18 +88,6 @@ class AdminClient:
         remoting, self._remoting = self._remoting, None
         if remoting is not None:
             await remoting.close()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     # -- plumbing -----------------------------------------------------------------------
 

@@ -29,11 +29,11 @@ import os
 import time
 import uuid
 from collections.abc import Iterable
-from types import TracebackType
-from typing import Final, Literal, Self
+from typing import Final, Literal
 
 from rocketkube.client import errors as client_errors
 from rocketkube.client import routing
+from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common import errors
 from rocketkube.common.message import sysflag
@@ -94,7 +94,7 @@ class _QueueState:
     epoch: int = 0
 
 
-class LitePullConsumer:
+class LitePullConsumer(AsyncLifecycle):
     """A RocketMQ lite pull consumer of group ``group`` (clustering offsets on the broker).
 
     ``namesrv_addr`` lists name servers separated by ``;``. ``pull_batch_size`` is the
@@ -194,18 +194,6 @@ class LitePullConsumer:
         finally:
             self._client = None
             await client.close()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     def _started(self) -> RemotingClient:
         if self._client is None:

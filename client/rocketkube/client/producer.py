@@ -20,11 +20,11 @@ import time
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Final, Protocol, Self
+from typing import Final, Protocol
 
 from rocketkube.client import errors as client_errors
 from rocketkube.client import routing
+from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.common import errors
 from rocketkube.common.message import batch as batch_codec
 from rocketkube.common.message import hashing, ids, sysflag
@@ -142,7 +142,7 @@ class _Outgoing:
     msg_id: str
 
 
-class Producer:
+class Producer(AsyncLifecycle):
     """An asyncio RocketMQ producer of group ``group``.
 
     ``namesrv_addr`` lists name servers separated by ``;``. ``send_timeout`` bounds a
@@ -210,18 +210,6 @@ class Producer:
             await routes.close()
         if client is not None:
             await client.close()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     def _started(self) -> tuple[RemotingClient, routing.RouteCache]:
         if self._client is None or self._routes is None:
