@@ -1,16 +1,35 @@
-"""Fixtures shared by every suite: a name server on 127.0.0.1 with a clock tests can move."""
+"""Fixtures shared by every suite: a name server on 127.0.0.1 with a clock tests can move,
+and in-process brokers registered with it (real sockets, real store files under tmp_path)."""
 
 from __future__ import annotations
 
+import asyncio
 import operator
-from collections.abc import AsyncIterator
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
 
+from rocketkube.broker.app import BrokerApp
+from rocketkube.broker.settings import BrokerSettings
+from rocketkube.common.protocol import admin_headers
+from rocketkube.common.remoting.client import RemotingClient
+from rocketkube.common.remoting.codes import RequestCode, ResponseCode
+from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.namesrv.app import NamesrvApp
 from rocketkube.namesrv.settings import NamesrvSettings
+
+#: How long a test waits for something the servers will do (register, route, dispatch).
+WAIT_SECONDS = 15.0
+
+#: ``await start_broker(name="broker-a", **settings)``: a started, registered broker.
+StartBroker = Callable[..., Awaitable[BrokerApp]]
+#: ``await create_topic(topic, queues=4)``
+CreateTopic = Callable[..., Awaitable[None]]
 
 # Shared CI machines stall now and then: property tests judge behaviour, never speed.
 settings.register_profile("rocketkube", deadline=None)
@@ -51,6 +70,90 @@ async def namesrv(namesrv_settings: NamesrvSettings, clock: FakeClock) -> AsyncI
     await app.start()
     yield app
     await app.stop()
+
+
+async def wait_until(condition: Callable[[], bool], what: str) -> None:
+    """Wait (bounded by WAIT_SECONDS) for a condition the event loop will make true."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not in {WAIT_SECONDS} s: {what}")
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+async def start_broker(tmp_path: Path, namesrv: NamesrvApp) -> AsyncIterator[StartBroker]:
+    """Starts brokers registered with ``namesrv`` (small store files, ephemeral ports); the
+    ones still running are stopped at the end. Keyword arguments override BrokerSettings."""
+    apps: list[BrokerApp] = []
+
+    async def start(name: str = "broker-a", **overrides: Any) -> BrokerApp:
+        fields: dict[str, Any] = {
+            "broker_name": name,
+            "listen_port": 0,
+            "http_port": 0,
+            "bind_address": "127.0.0.1",
+            "broker_ip1": "127.0.0.1",
+            "namesrv_addr": namesrv.address,
+            "store_path_root_dir": str(tmp_path / f"store-{name}-{len(apps)}"),
+            "mapped_file_size_commit_log": 1 << 24,
+            "mapped_file_size_consume_queue": 20 * 30_000,
+            "max_hash_slot_num": 10_000,
+            "max_index_num": 40_000,
+            **overrides,
+        }
+        app = BrokerApp(BrokerSettings(**fields))
+        apps.append(app)
+        await app.start()
+        registrar = app.registrar
+        assert registrar is not None
+        await wait_until(lambda: bool(registrar.registered), f"{name} registered")
+        return app
+
+    yield start
+    for app in reversed(apps):
+        await app.stop()
+
+
+@pytest.fixture
+async def broker(start_broker: StartBroker) -> BrokerApp:
+    """One started broker, ``broker-a`` of ``DefaultCluster``."""
+    return await start_broker()
+
+
+@pytest.fixture
+def names() -> tuple[str, str]:
+    """A fresh (topic, consumer group) pair, so no test sees another's messages or offsets."""
+    suffix = uuid.uuid4().hex[:10]
+    return f"Topic_{suffix}", f"Group_{suffix}"
+
+
+@pytest.fixture
+def create_topic(namesrv: NamesrvApp, broker: BrokerApp) -> CreateTopic:
+    """Create a topic as ``mqadmin updateTopic`` does: UPDATE_AND_CREATE_TOPIC (17) to the
+    broker over the wire, then wait until the name server routes it."""
+
+    async def create(topic: str, queues: int = 4, *, order: bool = False) -> None:
+        header = admin_headers.CreateTopicRequestHeader(
+            topic=topic,
+            default_topic="TBW102",
+            read_queue_nums=queues,
+            write_queue_nums=queues,
+            perm=6,
+            topic_filter_type="SINGLE_TAG",
+            order=order,
+            topic_sys_flag=0,
+        )
+        client = RemotingClient()
+        try:
+            request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.encode())
+            response = await client.invoke(broker.address, request)
+        finally:
+            await client.close()
+        assert response.code == ResponseCode.SUCCESS, response.remark
+        await wait_until(lambda: topic in namesrv.routes.topic_queue_table, f"{topic} routed")
+
+    return create
 
 
 def test_operator_is_the_standard_library() -> None:

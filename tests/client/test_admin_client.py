@@ -6,13 +6,11 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import TypeVar
 
 import pytest
 
 from rocketkube.broker.app import BrokerApp
-from rocketkube.broker.settings import BrokerSettings
 from rocketkube.client import Message, Producer
 from rocketkube.client.admin import AdminClient
 from rocketkube.client.errors import ClientStateError, MQBrokerError, TopicNotExistError
@@ -38,35 +36,6 @@ async def _until(probe: Callable[[], Awaitable[T | None]], what: str) -> T:
         if time.monotonic() > deadline:
             raise AssertionError(f"not in {WAIT_SECONDS} s: {what}")
         await asyncio.sleep(0.05)
-
-
-@pytest.fixture
-async def broker(tmp_path: Path, namesrv: NamesrvApp) -> AsyncIterator[BrokerApp]:
-    app = BrokerApp(
-        BrokerSettings(
-            listen_port=0,
-            http_port=0,
-            bind_address="127.0.0.1",
-            broker_ip1="127.0.0.1",
-            namesrv_addr=namesrv.address,
-            store_path_root_dir=str(tmp_path / "store"),
-            mapped_file_size_commit_log=1 << 22,
-            mapped_file_size_consume_queue=20 * 1000,
-            max_hash_slot_num=1000,
-            max_index_num=4000,
-        )
-    )
-    await app.start()
-    try:
-        registrar = app.registrar
-        assert registrar is not None
-        deadline = time.monotonic() + WAIT_SECONDS
-        while not registrar.registered:
-            assert time.monotonic() < deadline, "the broker did not register"
-            await asyncio.sleep(0.02)
-        yield app
-    finally:
-        await app.stop()
 
 
 @pytest.fixture

@@ -4,98 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 
 import pytest
 
 from rocketkube.broker.app import BrokerApp
-from rocketkube.broker.settings import BrokerSettings
 from rocketkube.client import ClientStateError, Message, Producer
 from rocketkube.client.lite_pull import LitePullConsumer
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common.message.model import MessageExt
-from rocketkube.common.protocol import admin_headers
-from rocketkube.common.remoting.client import RemotingClient
-from rocketkube.common.remoting.codes import RequestCode, ResponseCode
-from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.namesrv.app import NamesrvApp
 
 WAIT_SECONDS = 10.0
 QUEUES = 4
 
-CreateTopic = Callable[[str], Awaitable[None]]
-
-
-async def _until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not in {WAIT_SECONDS} s: {what}")
-        await asyncio.sleep(0.02)
-
-
-@pytest.fixture
-async def broker(tmp_path: Path, namesrv: NamesrvApp) -> AsyncIterator[BrokerApp]:
-    settings = BrokerSettings(
-        broker_name="broker-a",
-        listen_port=0,
-        http_port=0,
-        bind_address="127.0.0.1",
-        broker_ip1="127.0.0.1",
-        namesrv_addr=namesrv.address,
-        store_path_root_dir=str(tmp_path / "store"),
-        mapped_file_size_commit_log=1 << 24,
-        mapped_file_size_consume_queue=20 * 30_000,
-        max_hash_slot_num=10_000,
-        max_index_num=40_000,
-    )
-    app = BrokerApp(settings)
-    await app.start()
-    try:
-        registrar = app.registrar
-        assert registrar is not None
-        await _until(lambda: bool(registrar.registered), "the broker registered")
-        yield app
-    finally:
-        await app.stop()
-
-
-@pytest.fixture
-def create_topic(namesrv: NamesrvApp, broker: BrokerApp) -> CreateTopic:
-    async def create(topic: str) -> None:
-        header = admin_headers.CreateTopicRequestHeader(
-            topic=topic,
-            default_topic="TBW102",
-            read_queue_nums=QUEUES,
-            write_queue_nums=QUEUES,
-            perm=6,
-            topic_filter_type="SINGLE_TAG",
-            order=False,
-            topic_sys_flag=0,
-        )
-        client = RemotingClient()
-        try:
-            request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.encode())
-            response = await client.invoke(broker.address, request)
-        finally:
-            await client.close()
-        assert response.code == ResponseCode.SUCCESS, response.remark
-        await _until(lambda: topic in namesrv.routes.topic_queue_table, f"{topic} routed")
-
-    return create
-
-
-@pytest.fixture
-def names() -> tuple[str, str]:
-    suffix = uuid.uuid4().hex[:10]
-    return f"LiteTopic_{suffix}", f"LiteGroup_{suffix}"
+CreateTopic = Callable[..., Awaitable[None]]
 
 
 @pytest.fixture
 async def topic(create_topic: CreateTopic, names: tuple[str, str]) -> str:
-    await create_topic(names[0])
+    await create_topic(names[0], QUEUES)
     return names[0]
 
 

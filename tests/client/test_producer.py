@@ -8,12 +8,10 @@ import time
 import uuid
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 
 import pytest
 
 from rocketkube.broker.app import BrokerApp
-from rocketkube.broker.settings import BrokerSettings
 from rocketkube.client import (
     ClientStateError,
     Message,
@@ -32,7 +30,7 @@ from rocketkube.namesrv.app import NamesrvApp
 
 WAIT_SECONDS = 10.0
 
-StartBroker = Callable[[str], Awaitable[BrokerApp]]
+StartBroker = Callable[..., Awaitable[BrokerApp]]
 
 
 async def _until(condition: Callable[[], bool], what: str) -> None:
@@ -41,44 +39,6 @@ async def _until(condition: Callable[[], bool], what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"not in {WAIT_SECONDS} s: {what}")
         await asyncio.sleep(0.02)
-
-
-@pytest.fixture
-async def start_broker(tmp_path: Path, namesrv: NamesrvApp) -> AsyncIterator[StartBroker]:
-    """Starts brokers registered with ``namesrv``; stops those still running at the end."""
-    apps: list[BrokerApp] = []
-
-    async def start(name: str) -> BrokerApp:
-        app = BrokerApp(
-            BrokerSettings(
-                broker_name=name,
-                listen_port=0,
-                http_port=0,
-                bind_address="127.0.0.1",
-                broker_ip1="127.0.0.1",
-                namesrv_addr=namesrv.address,
-                store_path_root_dir=str(tmp_path / name),
-                mapped_file_size_commit_log=1 << 22,
-                mapped_file_size_consume_queue=20 * 1000,
-                max_hash_slot_num=1000,
-                max_index_num=4000,
-            )
-        )
-        apps.append(app)
-        await app.start()
-        registrar = app.registrar
-        assert registrar is not None
-        await _until(lambda: bool(registrar.registered), f"{name} registered")
-        return app
-
-    yield start
-    for app in reversed(apps):
-        await app.stop()
-
-
-@pytest.fixture
-async def broker(start_broker: StartBroker) -> BrokerApp:
-    return await start_broker("broker-a")
 
 
 @pytest.fixture
