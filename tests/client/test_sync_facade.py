@@ -1,0 +1,104 @@
+"""The blocking facade against a real name server and broker.
+
+The servers serve from the test's event loop, so the blocking code runs in a worker thread
+(``asyncio.to_thread``), as a script or a Spark executor would run it in its own process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from rocketkube.broker.app import BrokerApp
+from rocketkube.client import (
+    ClientStateError,
+    Message,
+    MessageQueue,
+    MessageValidationError,
+    MQClientError,
+    SendStatus,
+)
+from rocketkube.client.sync import AdminClient, LitePullConsumer, Producer
+from rocketkube.namesrv.app import NamesrvApp
+
+WAIT_SECONDS = 30.0
+
+CreateTopic = Callable[..., Awaitable[None]]
+
+
+def _produce(namesrv: str, topic: str) -> list[str]:
+    with Producer("SyncProducerGroup", namesrv) as producer:
+        assert [q.topic for q in producer.fetch_publish_queues(topic)] == [topic] * 4
+        first = producer.send(Message(topic, b"sync-0"))
+        assert first.status is SendStatus.SEND_OK
+        futures = [producer.send_async(Message(topic, f"sync-{i}".encode())) for i in (1, 2, 3)]
+        done = [f.result(WAIT_SECONDS) for f in futures]
+        batch = producer.send_batch([Message(topic, b"sync-4"), Message(topic, b"sync-5")])
+        producer.send_oneway(Message(topic, b"sync-6"))
+        return [first.msg_id, *(r.msg_id for r in done), *batch.msg_id.split(",")]
+
+
+def _consume(namesrv: str, topic: str, group: str, count: int) -> set[bytes]:
+    with LitePullConsumer(group, namesrv, consume_from_where="first", auto_commit=False) as c:
+        c.subscribe(topic)
+        bodies: set[bytes] = set()
+        deadline = time.monotonic() + WAIT_SECONDS
+        while len(bodies) < count and time.monotonic() < deadline:
+            bodies.update(m.body for m in c.poll(1.0))
+        c.commit()
+        queues = c.assignment()
+        assert sum(c.committed(q) or 0 for q in queues) == count
+        return bodies
+
+
+async def test_produce_consume_and_admin_through_the_blocking_facade(
+    namesrv: NamesrvApp, create_topic: CreateTopic, names: tuple[str, str]
+) -> None:
+    topic, group = names
+    await create_topic(topic)
+
+    def admin_list() -> list[str]:
+        with AdminClient(namesrv.address) as admin:
+            return admin.run(lambda a: a.topic_list(), timeout=WAIT_SECONDS)
+
+    assert topic in await asyncio.to_thread(admin_list)
+    ids = await asyncio.to_thread(_produce, namesrv.address, topic)
+    assert len(ids) == 6
+    assert len(set(ids)) == 6
+    bodies = await asyncio.to_thread(_consume, namesrv.address, topic, group, 7)
+    assert bodies == {f"sync-{i}".encode() for i in range(7)}
+
+
+async def test_errors_surface_in_the_calling_thread(namesrv: NamesrvApp, broker: BrokerApp) -> None:
+    def send_badly() -> None:
+        with Producer("SyncErrors", namesrv.address, send_timeout=2.0) as producer:
+            with pytest.raises(MQClientError, match="no master address"):
+                producer.send(Message("T", b"x"), queue=MessageQueue("T", "no-such-broker", 0))
+            future = producer.send_async(Message("Bad Topic!", b"x"))
+            with pytest.raises(MessageValidationError, match="invalid topic"):
+                future.result(WAIT_SECONDS)
+
+    await asyncio.to_thread(send_badly)
+
+
+def test_closed_facade_refuses_and_bad_arguments_leave_no_thread() -> None:
+    threads = threading.active_count()
+    with pytest.raises(ValueError, match="pull_batch_size"):
+        LitePullConsumer("g", pull_batch_size=0)
+    assert threading.active_count() == threads
+
+    producer = Producer("g")
+    producer.close()
+    producer.close()
+    assert threading.active_count() == threads
+    with pytest.raises(ClientStateError):
+        producer.send(Message("T", b"x"))
+
+
+def test_run_timeout_cancels_the_call() -> None:
+    with AdminClient("127.0.0.1:1") as admin, pytest.raises(TimeoutError):
+        admin.run(lambda a: asyncio.sleep(5), timeout=0.2)
