@@ -19,7 +19,7 @@ from rocketkube.broker.groups import SubscriptionGroupManager
 from rocketkube.broker.long_polling import PullRequestHoldService
 from rocketkube.broker.metrics import BrokerCollector
 from rocketkube.broker.offsets import ConsumerOffsetManager
-from rocketkube.broker.processors import admin, client, offsets, pull, query, send
+from rocketkube.broker.processors import admin, client, offsets, pull, query, reset_offset, send
 from rocketkube.broker.registration import Registrar
 from rocketkube.broker.settings import BrokerSettings
 from rocketkube.broker.stats import BrokerStats
@@ -139,6 +139,7 @@ class BrokerApp:
         table.update(client.table(ctx))
         table.update(query.table(ctx))
         table.update(admin.table(ctx))
+        table.update(reset_offset.table(ctx))
         self._gate.dispatcher = Dispatcher(
             table, RequestMetrics(self.registry, "rocketkube_broker")
         )
