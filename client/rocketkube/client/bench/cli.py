@@ -1,4 +1,5 @@
-"""``rocketkube bench``: benchmarks over the wire. ``rocketkube bench broker`` so far.
+"""``rocketkube bench``: benchmarks over the wire: ``broker`` (raw frames, the broker's own
+ceiling) and ``producer`` (the SDK, in the shape of RocketMQ's benchmark tools).
 
 ``bench broker`` measures a running broker (``--broker host:port``), or starts its own in a
 temporary directory: a name server, then one broker per flush mode asked for (``--flush
@@ -27,6 +28,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from rocketkube.client.bench import broker as bench
+from rocketkube.client.bench import sdk
+from rocketkube.client.bench.stats import Report
 from rocketkube.common import errors, runtime
 from rocketkube.common.cli import Command
 from rocketkube.common.remoting.client import RemotingClient
@@ -137,6 +140,73 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     configure_broker(child)
     child.set_defaults(_bench=run_broker)
+    producer = sub.add_parser(
+        "producer",
+        help="SDK producer throughput and latency (RocketMQ's Producer benchmark)",
+        description="Sync sends from -w concurrent senders of one rocketkube Producer; prints "
+        "TPS, MB/s and latency every --interval seconds and a JSON summary at the end. "
+        "Without -n it starts a name server and a broker here.",
+    )
+    configure_client(producer, sdk.ClientBenchSettings())
+    producer.set_defaults(_bench=run_client_bench, _client_bench=sdk.run_producer)
+
+
+def _flag(text: str) -> bool:
+    lowered = text.lower()
+    if lowered not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"true or false, not {text!r}")
+    return lowered == "true"
+
+
+def configure_client(parser: argparse.ArgumentParser, defaults: sdk.ClientBenchSettings) -> None:
+    """The flags of RocketMQ's benchmark tools (-n -t -w -s -k) plus count and duration."""
+    add = parser.add_argument
+    add(
+        "-n",
+        "--namesrv-addr",
+        default=os.environ.get("NAMESRV_ADDR"),
+        help="name server(s), host:port;... (default $NAMESRV_ADDR; none: start a cluster here)",
+    )
+    add("-t", "--topic", default=defaults.topic, help=f"topic (default {defaults.topic})")
+    add(
+        "-w",
+        "--workers",
+        type=_positive,
+        default=defaults.workers,
+        help=f"concurrent operations (RocketMQ's threads; default {defaults.workers})",
+    )
+    add(
+        "-s",
+        "--size",
+        type=_positive,
+        default=defaults.body_size,
+        help=f"message body bytes (default {defaults.body_size})",
+    )
+    add(
+        "-k",
+        "--keys",
+        nargs="?",
+        type=_flag,
+        const=True,
+        default=defaults.keys,
+        help="give every message a key (-k or -k true)",
+    )
+    add("--tags", default=defaults.tags, help="tag of every message")
+    add("-g", "--group", default=defaults.group, help=f"group (default {defaults.group})")
+    add(
+        "--messages",
+        type=_non_negative,
+        default=defaults.messages,
+        help=f"stop after this many messages, 0 for no limit (default {defaults.messages})",
+    )
+    add("--duration", type=float, default=defaults.duration, help="stop after this many seconds")
+    add(
+        "--interval",
+        type=float,
+        default=defaults.interval,
+        help=f"seconds between reports (default {defaults.interval:g})",
+    )
+    add("--json", action="store_true", help="print only the JSON summary on stdout")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -221,6 +291,61 @@ async def run_broker(args: argparse.Namespace) -> int:
                   f" -> {verdict}", file=table)  # fmt: skip
         print(f"summary: {json.dumps(summary)}", file=table, flush=True)
     return 0 if all_delivered(results) else 1
+
+
+def client_settings_from(args: argparse.Namespace) -> sdk.ClientBenchSettings:
+    return sdk.ClientBenchSettings(
+        topic=args.topic,
+        workers=args.workers,
+        body_size=args.size,
+        keys=args.keys,
+        tags=args.tags,
+        group=args.group,
+        messages=args.messages or None,
+        duration=args.duration,
+        interval=args.interval,
+    )
+
+
+async def run_client_bench(args: argparse.Namespace) -> int:
+    """``bench producer|consumer|tproducer``: against ``-n`` or a cluster started here."""
+    settings = client_settings_from(args)
+    if settings.messages is None and settings.duration is None:
+        print("rocketkube bench: give --messages or --duration", file=sys.stderr)
+        return 2
+    bench_run: sdk.ClientBench = args._client_bench
+    out: TextIO = sys.stderr if args.json else sys.stdout
+    live = sys.stderr.isatty()
+
+    def report(label: str, window: Report) -> None:
+        if live:
+            print("\r\x1b[K", end="", file=sys.stderr)
+        print(f"{time.strftime('%H:%M:%S')} {window.line(label)}", file=out, flush=True)
+
+    def progress(done: int, elapsed: float) -> None:
+        goal = f"/{settings.messages:,}" if settings.messages else ""
+        print(f"\r\x1b[K{done:,}{goal} messages, {elapsed:.0f} s", end="", file=sys.stderr,
+              flush=True)  # fmt: skip
+
+    on_progress = progress if live else None
+    if args.namesrv_addr:
+        summary = await bench_run(args.namesrv_addr, settings, report, on_progress)
+    else:
+        with tempfile.TemporaryDirectory(prefix="rocketkube-bench-") as tmp:
+            root = Path(tmp)
+            async with (
+                local_namesrv(root) as namesrv,
+                local_broker(root, namesrv, "ASYNC_FLUSH"),
+            ):
+                summary = await bench_run(namesrv, settings, report, on_progress)
+    if live:
+        print("\r\x1b[K", end="", file=sys.stderr)
+    result = summary.as_dict()
+    if not args.json:
+        print(summary.total.line(f"Total ({summary.total.messages:,} in "
+                                 f"{summary.total.seconds:.1f} s)"), file=out)  # fmt: skip
+    print(json.dumps(result), flush=True)
+    return 1 if summary.total.failed else 0
 
 
 def all_delivered(results: Sequence[bench.Result]) -> bool:
@@ -338,11 +463,15 @@ async def local_broker(root: Path, namesrv: str, flush: str) -> AsyncIterator[tu
         yield address, proc.pid
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rocketkube.client.bench.cli broker ...`` (no entry point needed)."""
+def main_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rocketkube bench", description=COMMAND.help)
     COMMAND.configure(parser)
-    return COMMAND.run(parser.parse_args(argv))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m rocketkube.client.bench.cli broker ...`` (no entry point needed)."""
+    return COMMAND.run(main_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,149 @@
+"""SDK benchmarks in the shape of RocketMQ's benchmark tools: ``bench producer`` (and the
+consumer and transactional producer ones), driving the public SDK classes exactly as an
+application would, so the figures include the SDK's own cost.
+
+``workers`` coroutines send one message at a time each (RocketMQ's ``-w`` threads), so
+``workers`` sends are in flight. The run stops after ``messages`` operations or
+``duration`` seconds, whichever comes first; a report is printed every ``interval``
+seconds and a summary at the end. The process CPU time per message gives the SDK's own
+ceiling: what one client core could sustain if the broker were infinitely fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from rocketkube.client.bench.stats import Report, Stats
+from rocketkube.client.producer import Producer
+from rocketkube.common.errors import RocketKubeError
+from rocketkube.common.message.model import Message
+
+#: ``report(label, window)``: called every interval, and once with the total.
+OnReport = Callable[[str, Report], None]
+#: ``progress(done, elapsed_seconds)``: called often, for a live display.
+OnProgress = Callable[[int, float], None]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ClientBenchSettings:
+    topic: str = "BenchmarkTest"
+    workers: int = 64
+    body_size: int = 128
+    keys: bool = False
+    tags: str | None = None
+    messages: int | None = 100_000
+    duration: float | None = None
+    interval: float = 5.0
+    group: str = "benchmark_producer"
+    send_timeout: float = 3.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Summary:
+    benchmark: str
+    total: Report
+    cpu_seconds: float
+    settings: ClientBenchSettings
+
+    def as_dict(self) -> dict[str, Any]:
+        per_msg = self.cpu_seconds / self.total.messages if self.total.messages else None
+        return {
+            "benchmark": self.benchmark,
+            **self.total.as_dict(),
+            "client_cpu_seconds": round(self.cpu_seconds, 3),
+            "client_us_per_msg": None if per_msg is None else round(1e6 * per_msg, 2),
+            "client_ceiling_msgs_per_s": None if not per_msg else round(1 / per_msg, 1),
+            "settings": dataclasses.asdict(self.settings),
+        }
+
+
+#: ``await bench(namesrv_addr, settings, on_report, on_progress) -> Summary``
+ClientBench = Callable[[str, ClientBenchSettings, OnReport, OnProgress | None], Awaitable[Summary]]
+
+Operation = Callable[[int], Awaitable[int]]
+"""``operation(sequence) -> bytes moved``; raises on failure."""
+
+
+async def drive(
+    operation: Operation,
+    settings: ClientBenchSettings,
+    label: str,
+    on_report: OnReport,
+    on_progress: OnProgress | None = None,
+) -> tuple[Report, float]:
+    """Run ``operation`` from ``settings.workers`` coroutines until the count or the time
+    runs out; (the whole run's report, CPU seconds of this process)."""
+    loop = asyncio.get_running_loop()
+    started = time.perf_counter()
+    cpu_started = time.process_time()
+    stats = Stats(started)
+    sequence = itertools.count()
+    deadline = None if settings.duration is None else started + settings.duration
+    limit = settings.messages
+
+    async def worker() -> None:
+        clock = time.perf_counter
+        while True:
+            seq = next(sequence)
+            if limit is not None and seq >= limit:
+                return
+            begun = clock()
+            if deadline is not None and begun >= deadline:
+                return
+            try:
+                size = await operation(seq)
+            except (RocketKubeError, OSError, TimeoutError):
+                stats.fail()
+            else:
+                stats.ok(clock() - begun, size)
+
+    async def reporter() -> None:
+        next_report = started + settings.interval
+        while True:
+            await asyncio.sleep(0.25 if on_progress is not None else settings.interval)
+            now = time.perf_counter()
+            if on_progress is not None:
+                on_progress(stats.completed, now - started)
+            if now >= next_report:
+                on_report(label, stats.window(now))
+                next_report = now + settings.interval
+
+    report_task = loop.create_task(reporter())
+    try:
+        await asyncio.gather(*(worker() for _ in range(settings.workers)))
+    finally:
+        report_task.cancel()
+    total = stats.total(time.perf_counter())
+    return total, time.process_time() - cpu_started
+
+
+async def run_producer(
+    namesrv_addr: str,
+    settings: ClientBenchSettings,
+    on_report: OnReport,
+    on_progress: OnProgress | None = None,
+) -> Summary:
+    """RocketMQ's ``Producer`` benchmark: sync sends of ``body_size`` bytes from
+    ``workers`` concurrent senders of one :class:`Producer`."""
+    body = b"x" * settings.body_size
+    async with Producer(
+        settings.group, namesrv_addr, send_timeout=settings.send_timeout
+    ) as producer:
+        await producer.fetch_publish_queues(settings.topic)
+
+        async def send(seq: int) -> int:
+            message = Message(settings.topic, body)
+            if settings.tags:
+                message.tags = settings.tags
+            if settings.keys:
+                message.keys = [f"bench-{seq}"]
+            await producer.send(message)
+            return len(body)
+
+        total, cpu = await drive(send, settings, "Send", on_report, on_progress)
+    return Summary("producer", total, cpu, settings)

@@ -1,0 +1,86 @@
+"""The SDK benchmarks' bookkeeping, and ``bench producer`` against a real broker."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from rocketkube.broker.app import BrokerApp
+from rocketkube.client.bench import cli, sdk
+from rocketkube.client.bench.stats import Report, Stats
+from rocketkube.namesrv.app import NamesrvApp
+
+
+def test_stats_windows_and_total() -> None:
+    stats = Stats(started=100.0)
+    stats.ok(0.001, 10)
+    stats.ok(0.003, 10)
+    stats.fail()
+    assert stats.completed == 3
+    first = stats.window(now=102.0)
+    assert (first.messages, first.failed, first.bytes) == (2, 1, 20)
+    assert first.tps == 1.0
+    assert first.p50_ms == pytest.approx(1.0)
+    assert first.max_ms == pytest.approx(3.0)
+    stats.ok(0.002, 10)
+    total = stats.total(now=104.0)
+    assert (total.messages, total.failed, total.bytes) == (3, 1, 30)
+    assert total.seconds == 4.0
+    assert total.mean_ms == pytest.approx(2.0)
+    assert stats.completed == 4
+    empty = Stats(0.0).total(0.0)
+    assert (empty.tps, empty.p99_ms, empty.mb_per_s) == (0.0, 0.0, 0.0)
+
+
+def test_report_line_and_dict() -> None:
+    report = Report(2.0, 10, 1, 2_000_000, 1.0, 2.0, 3.0, 1.5)
+    assert report.line("Send").startswith("Send TPS: 5  MB/s: 1.00  RT(ms) p50: 1.000")
+    assert report.as_dict()["latency_ms"] == {"p50": 1.0, "p99": 2.0, "max": 3.0, "mean": 1.5}
+
+
+async def test_drive_stops_at_the_message_count_and_counts_failures() -> None:
+    seen: list[int] = []
+
+    async def operation(seq: int) -> int:
+        seen.append(seq)
+        await asyncio.sleep(0)
+        if seq % 5 == 0:
+            raise TimeoutError("slow")
+        return 7
+
+    reports: list[str] = []
+    settings = sdk.ClientBenchSettings(workers=4, messages=20, interval=60.0)
+    total, cpu = await sdk.drive(operation, settings, "Op", lambda label, _: reports.append(label))
+    assert sorted(seen) == list(range(20))
+    assert (total.messages, total.failed, total.bytes) == (16, 4, 16 * 7)
+    assert cpu >= 0.0
+
+
+async def test_drive_stops_at_the_duration() -> None:
+    async def operation(seq: int) -> int:
+        await asyncio.sleep(0.01)
+        return 1
+
+    settings = sdk.ClientBenchSettings(workers=2, messages=None, duration=0.2, interval=0.05)
+    windows: list[Report] = []
+    total, _ = await sdk.drive(operation, settings, "Op", lambda _, w: windows.append(w))
+    assert 0 < total.messages < 1000
+    assert windows, "no report during the run"
+
+
+async def test_bench_producer_against_a_broker(
+    namesrv: NamesrvApp, broker: BrokerApp, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = "producer -t BenchSdkTopic -w 8 -s 64 -k --messages 200 --interval 60 --json"
+    args = cli.main_parser().parse_args([*argv.split(), "-n", namesrv.address])
+    assert await cli.run_client_bench(args) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["benchmark"] == "producer"
+    assert (summary["messages"], summary["failed"]) == (200, 0)
+    assert summary["settings"]["body_size"] == 64
+    assert summary["client_us_per_msg"] > 0
+    assert broker.ctx is not None
+    stored = sum(broker.ctx.store.max_offset("BenchSdkTopic", q) for q in range(8))
+    assert stored == 200
