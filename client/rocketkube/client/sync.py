@@ -115,6 +115,7 @@ class SyncClient(Generic[C]):
         self._loop.close()
 
     def start(self) -> None:
+        """Start the asyncio client (``with`` does it for you)."""
         self.run(lambda client: client.start())
 
     def close(self) -> None:
@@ -157,6 +158,7 @@ class Producer(SyncClient[aio_producer.Producer]):
         selector: aio_producer.MessageQueueSelector | None = None,
         arg: object = None,
     ) -> aio_producer.SendResult:
+        """Blocking :meth:`rocketkube.client.Producer.send`: the result, or its exception."""
         return self.run(lambda p: p.send(message, queue=queue, selector=selector, arg=arg))
 
     def send_async(self, message: Message) -> concurrent.futures.Future[aio_producer.SendResult]:
@@ -168,14 +170,17 @@ class Producer(SyncClient[aio_producer.Producer]):
         return self._submit(send())
 
     def send_oneway(self, message: Message, *, queue: MessageQueue | None = None) -> None:
+        """Blocking :meth:`rocketkube.client.Producer.send_oneway`."""
         self.run(lambda p: p.send_oneway(message, queue=queue))
 
     def send_batch(
         self, messages: Sequence[Message], *, queue: MessageQueue | None = None
     ) -> aio_producer.SendResult:
+        """Blocking :meth:`rocketkube.client.Producer.send_batch`."""
         return self.run(lambda p: p.send_batch(messages, queue=queue))
 
     def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        """The writable queues of ``topic``."""
         return self.run(lambda p: p.fetch_publish_queues(topic))
 
 
@@ -186,30 +191,39 @@ class LitePullConsumer(SyncClient[aio_lite_pull.LitePullConsumer]):
         super().__init__(lambda: aio_lite_pull.LitePullConsumer(group, namesrv_addr, **options))
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Subscribe to ``topic`` with a tag expression (``TagA || TagB``, ``*``)."""
         self.run(lambda c: c.subscribe(topic, expression))
 
     def assign(self, queues: Iterable[MessageQueue], expression: str = "*") -> None:
+        """Consume exactly these queues (no rebalancing)."""
         self.run(lambda c: c.assign(list(queues), expression))
 
     def assignment(self) -> set[MessageQueue]:
+        """The queues this consumer reads now."""
         return self._on_loop(lambda c: c.assignment())
 
     def poll(self, timeout: float | None = None) -> list[MessageExt]:
+        """Messages fetched since the last poll, waiting up to ``timeout`` seconds."""
         return self.run(lambda c: c.poll(timeout))
 
     def commit(self) -> None:
+        """Commit the offsets of everything polled so far to the broker."""
         self.run(lambda c: c.commit())
 
     def seek(self, queue: MessageQueue, offset: int) -> None:
+        """Read ``queue`` from ``offset`` on the next poll."""
         self._on_loop(lambda c: c.seek(queue, offset))
 
     def seek_to_begin(self, queue: MessageQueue) -> None:
+        """Read ``queue`` from its first message."""
         self.run(lambda c: c.seek_to_begin(queue))
 
     def seek_to_end(self, queue: MessageQueue) -> None:
+        """Read only messages that arrive in ``queue`` from now on."""
         self.run(lambda c: c.seek_to_end(queue))
 
     def committed(self, queue: MessageQueue) -> int | None:
+        """The group's committed offset of ``queue`` (None if none)."""
         return self.run(lambda c: c.committed(queue))
 
 
