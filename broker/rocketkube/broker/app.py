@@ -19,8 +19,20 @@ from rocketkube.broker.groups import SubscriptionGroupManager
 from rocketkube.broker.long_polling import PullRequestHoldService
 from rocketkube.broker.metrics import BrokerCollector
 from rocketkube.broker.offsets import ConsumerOffsetManager
-from rocketkube.broker.processors import admin, client, offsets, pull, query, reset_offset, send
+from rocketkube.broker.processors import (
+    admin,
+    client,
+    delay_offsets,
+    locks,
+    offsets,
+    pull,
+    query,
+    reset_offset,
+    send,
+    send_back,
+)
 from rocketkube.broker.registration import Registrar
+from rocketkube.broker.schedule import DelayCollector, ScheduleService
 from rocketkube.broker.settings import BrokerSettings
 from rocketkube.broker.stats import BrokerStats
 from rocketkube.broker.store import MessageStore
@@ -79,6 +91,7 @@ class BrokerApp:
         self.ctx: BrokerContext | None = None
         self.registrar: Registrar | None = None
         self.holds: PullRequestHoldService | None = None
+        self.schedule: ScheduleService | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = False
 
@@ -140,11 +153,24 @@ class BrokerApp:
         table.update(query.table(ctx))
         table.update(admin.table(ctx))
         table.update(reset_offset.table(ctx))
+        table.update(send_back.table(ctx))
+        table.update(locks.table(ctx))
+        schedule = ScheduleService(
+            store, config_dir / "delayOffset.json", settings.message_delay_level, self.clock
+        )
+        schedule.load()
+        self.schedule = schedule
+        self.registry.register(DelayCollector(schedule))
+        table.update(delay_offsets.table(schedule))
         self._gate.dispatcher = Dispatcher(
             table, RequestMetrics(self.registry, "rocketkube_broker")
         )
         await self.http.start()
         registrar.start()
+        if settings.is_master:
+            schedule.start()
+        self._spawn(self._every(settings.flush_delay_offset_interval / 1000,
+                                schedule.persist_if_dirty), "delay-offset-persist")  # fmt: skip
         self._spawn(self._every(settings.flush_consumer_offset_interval / 1000,
                                 consumer_offsets.persist_if_dirty), "offset-persist")  # fmt: skip
         self._spawn(self._every(CLIENT_SCAN_SECONDS, self._expire_clients), "client-expiry")
@@ -186,5 +212,7 @@ class BrokerApp:
             self.ctx.offsets.persist()
             self.ctx.topics.persist()
             self.ctx.groups.persist()
+            if self.schedule is not None:
+                self.schedule.stop()
             await self.ctx.store.shutdown()
         log.info("broker stopped")

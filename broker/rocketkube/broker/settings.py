@@ -7,8 +7,9 @@ import enum
 import socket
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rocketkube.broker import schedule
 from rocketkube.broker.store import FlushDiskType, StoreConfig
 
 
@@ -65,6 +66,9 @@ class BrokerSettings(BaseModel):
         120, alias="serverChannelMaxIdleTimeSeconds", gt=0
     )
     flush_consumer_offset_interval: int = Field(5_000, alias="flushConsumerOffsetInterval", gt=0)
+    rebalance_lock_max_live_time: int = Field(
+        60_000, alias="rebalanceLockMaxLiveTime", gt=0, description="queue lock life, ms"
+    )
 
     # Message store (MessageStoreConfig)
     store_path_root_dir: str = Field(default_factory=_default_store, alias="storePathRootDir")
@@ -80,8 +84,15 @@ class BrokerSettings(BaseModel):
     message_delay_level: str = Field(
         "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h", alias="messageDelayLevel"
     )
+    flush_delay_offset_interval: int = Field(10_000, alias="flushDelayOffsetInterval", gt=0)
     max_hash_slot_num: int = Field(5_000_000, alias="maxHashSlotNum", gt=0)
     max_index_num: int = Field(20_000_000, alias="maxIndexNum", gt=0)
+
+    @field_validator("message_delay_level")
+    @classmethod
+    def _delay_levels_parse(cls, value: str) -> str:
+        schedule.parse_delay_levels(value)  # a ValueError names the bad level
+        return value
 
     @property
     def broker_addr(self) -> str:
