@@ -13,6 +13,7 @@ import pytest
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.client import (
+    AdminClient,
     ClientStateError,
     Message,
     MessageValidationError,
@@ -237,3 +238,43 @@ async def test_lifecycle_and_validation(namesrv: NamesrvApp, topic: str) -> None
         await producer.send(Message(topic, b"x"))
     with pytest.raises(ClientStateError):
         await producer.start()
+
+
+async def test_heartbeat_lists_the_producer_until_close(
+    broker: BrokerApp, namesrv: NamesrvApp, topic: str
+) -> None:
+    assert broker.ctx is not None
+    clients = broker.ctx.clients
+    async with Producer("PG_beat", namesrv.address, heartbeat_interval=0.05) as producer:
+        assert clients.producer_channels("PG_beat") == []
+        await producer.send(Message(topic, b"x"))  # the first send to a broker registers
+        await _until(lambda: topic in namesrv.routes.topic_queue_table, "topic routed")
+        async with AdminClient(namesrv.address) as admin:
+            listed = await admin.producer_connections("PG_beat", topic)
+        assert [c.client_id for c in listed.connections] == [producer.client_id]
+        [channel] = clients.producer_channels("PG_beat")
+        first_beat = channel.last_update_ms
+        await _until(
+            lambda: clients.producer_channels("PG_beat")[0].last_update_ms > first_beat,
+            "a periodic heartbeat",
+        )
+    await _until(lambda: clients.producer_channels("PG_beat") == [], "unregistered on close")
+
+
+async def test_latency_fault_tolerance_isolates_a_failed_broker(
+    start_broker: StartBroker, namesrv: NamesrvApp, topic: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="rocketkube.client.producer")
+    alive = await start_broker("broker-a")
+    dead = await start_broker("broker-b")
+    async with Producer(
+        "PG_fault", namesrv.address, send_timeout=5.0, send_latency_fault_enable=True
+    ) as producer:
+        queues = await producer.fetch_publish_queues(topic)
+        assert {q.broker_name for q in queues} == {"broker-a", "broker-b"}
+        await dead.stop()
+        results = [await producer.send(Message(topic, f"{i}".encode())) for i in range(8)]
+    assert {r.queue.broker_name for r in results} == {"broker-a"}
+    failures = [r for r in caplog.records if "send to broker-b failed" in r.getMessage()]
+    assert len(failures) == 1  # tried once, then avoided (round robin alone retries it)
+    await _until(lambda: _total(alive, topic) == 8, "all eight stored on broker-a")

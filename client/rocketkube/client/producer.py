@@ -7,29 +7,42 @@ body. Every message gets a ``UNIQ_KEY`` (the id :attr:`SendResult.msg_id` report
 bodies of ``compress_over`` bytes or more are zlib-compressed and flagged with sysFlag
 0x1. A transport error or a retriable broker error (see :mod:`.errors`) is retried on
 another broker, up to ``retry_times_when_send_failed`` more times, within ``send_timeout``
-seconds overall; sends to a chosen queue (``queue=`` or a selector) are tried once.
+seconds overall; sends to a chosen queue (``queue=`` or a selector) are tried once. With
+``send_latency_fault_enable`` the queue is chosen by :mod:`.latency_fault` instead, which
+avoids brokers that failed or answered slowly.
+
+Before the first send to a broker, and every ``heartbeat_interval`` seconds to every master
+of the routes in use, the producer sends HEART_BEAT (34) declaring its group (§3.7, §8.2):
+brokers then list it (GET_PRODUCER_CONNECTION_LIST) and can reach it on that connection for
+CHECK_TRANSACTION_STATE (see :mod:`.transaction`). :meth:`Producer.close` sends
+UNREGISTER_CLIENT (35). A message with ``TRAN_MSG=true`` gets the PREPARED sysFlag, as Java's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import logging
+import os
 import re
 import time
+import uuid
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
 from rocketkube.client import errors as client_errors
-from rocketkube.client import routing
+from rocketkube.client import latency_fault, routing
 from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.common import errors
 from rocketkube.common.message import batch as batch_codec
 from rocketkube.common.message import hashing, ids, sysflag
 from rocketkube.common.message import properties as props
 from rocketkube.common.message.model import Message
+from rocketkube.common.protocol.admin_headers import UnregisterClientRequestHeader
+from rocketkube.common.protocol.heartbeat import HeartbeatData
 from rocketkube.common.protocol.send_headers import (
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
@@ -37,6 +50,8 @@ from rocketkube.common.protocol.send_headers import (
 from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.common.remoting.connection import Connection, Reply
+from rocketkube.common.remoting.dispatch import not_supported
 
 __all__ = [
     "MessageQueueSelector",
@@ -53,6 +68,11 @@ log = logging.getLogger(__name__)
 _TOPIC_RE: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 _MAX_TOPIC_LENGTH: Final = 127
 _ZLIB_LEVEL: Final = 5
+_UNREGISTER_TIMEOUT: Final = 1.0
+
+
+def _monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
 
 
 class SendStatus(enum.StrEnum):
@@ -128,6 +148,18 @@ SendCallback = Callable[["asyncio.Future[SendResult]"], object]
 """Called with the finished future of :meth:`Producer.send_async` (result or exception)."""
 
 
+class _BrokerRequests:
+    """The request handler of a producer's connections: what brokers send goes to ``serve``."""
+
+    __slots__ = ("_serve",)
+
+    def __init__(self, serve: Callable[[Connection, RemotingCommand], Reply]) -> None:
+        self._serve = serve
+
+    def handle(self, conn: Connection, request: RemotingCommand) -> Reply:
+        return self._serve(conn, request)
+
+
 @dataclass(frozen=True, slots=True)
 class _Outgoing:
     """A request ready to be addressed to a queue: everything but the queue id."""
@@ -149,7 +181,9 @@ class Producer(AsyncLifecycle):
     whole send, retries included (seconds); ``retry_times_when_send_failed`` is how many
     more brokers a failed send may try; bodies of ``compress_over`` bytes or more are
     compressed; larger than ``max_message_size`` bytes are refused. Routes are re-read
-    every ``poll_name_server_interval`` seconds. ``client_ip`` goes into every ``UNIQ_KEY``.
+    every ``poll_name_server_interval`` seconds and brokers get a heartbeat every
+    ``heartbeat_interval`` seconds. ``client_ip`` goes into every ``UNIQ_KEY`` and into
+    :attr:`client_id`. ``send_latency_fault_enable`` turns on broker fault avoidance.
 
     Use ``async with Producer(...) as producer:`` or :meth:`start` and :meth:`close`.
     """
@@ -165,6 +199,8 @@ class Producer(AsyncLifecycle):
         max_message_size: int = 4 * 1024 * 1024,
         default_topic_queue_nums: int = routing.DEFAULT_TOPIC_QUEUE_NUMS,
         poll_name_server_interval: float = 30.0,
+        heartbeat_interval: float = 30.0,
+        send_latency_fault_enable: bool = False,
         client_ip: str = "127.0.0.1",
     ) -> None:
         self.group = group
@@ -175,10 +211,21 @@ class Producer(AsyncLifecycle):
         self.max_message_size = max_message_size
         self.default_topic_queue_nums = default_topic_queue_nums
         self._poll_interval = poll_name_server_interval
+        self.heartbeat_interval = heartbeat_interval
+        self.client_id = f"{client_ip}@{os.getpid()}#{uuid.uuid4().hex[:12]}"
         self._ids = ids.UniqueIdGenerator(client_ip)
+        self._faults = (
+            latency_fault.LatencyFaultTolerance(_monotonic_ms)
+            if send_latency_fault_enable
+            else None
+        )
         self._client: RemotingClient | None = None
         self._routes: routing.RouteCache | None = None
         self._pending: set[asyncio.Task[SendResult]] = set()
+        self._topics: set[str] = set()
+        self._registered: dict[str, Connection] = {}
+        self._heartbeat_lock = asyncio.Lock()
+        self._heartbeat_task: asyncio.Task[None] | None = None
         self._closed = False
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -189,7 +236,11 @@ class Producer(AsyncLifecycle):
             raise client_errors.ClientStateError("the producer is closed")
         if self._client is not None:
             return
-        self._client = RemotingClient(connect_timeout=self.send_timeout, timeout=self.send_timeout)
+        self._client = RemotingClient(
+            _BrokerRequests(self._serve_broker_request),
+            connect_timeout=self.send_timeout,
+            timeout=self.send_timeout,
+        )
         self._routes = routing.RouteCache(
             self._client,
             self.namesrv_addrs,
@@ -198,17 +249,25 @@ class Producer(AsyncLifecycle):
             default_topic_queue_nums=self.default_topic_queue_nums,
         )
         self._routes.start()
+        self._heartbeat_task = asyncio.get_running_loop().create_task(self._heartbeat_loop())
 
     async def close(self) -> None:
-        """Wait for pending :meth:`send_async` sends, then close every connection."""
+        """Wait for pending :meth:`send_async` sends, unregister from the brokers, then close
+        every connection."""
         self._closed = True
         if self._pending:
             await asyncio.gather(*self._pending, return_exceptions=True)
+        task, self._heartbeat_task = self._heartbeat_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         routes, self._routes = self._routes, None
         client, self._client = self._client, None
         if routes is not None:
             await routes.close()
         if client is not None:
+            await self._unregister(client)
             await client.close()
 
     def _started(self) -> tuple[RemotingClient, routing.RouteCache]:
@@ -258,6 +317,7 @@ class Producer(AsyncLifecycle):
         if queue is None:
             queue = routing.select_queue(info.queues, None, info.next_index())
         addr = self._master(info, queue)
+        await self._register_with(client, addr, self.send_timeout)
         await client.invoke_oneway(addr, self._request(outgoing, queue.queue_id, oneway=True))
 
     def send_async(
@@ -346,6 +406,8 @@ class Producer(AsyncLifecycle):
         if len(body) >= self.compress_over:
             body = zlib.compress(body, _ZLIB_LEVEL)
             sys_flag |= sysflag.COMPRESSED_FLAG
+        if message.properties.get(props.PropertyName.TRAN_MSG, "").lower() == "true":
+            sys_flag |= sysflag.TRANSACTION_PREPARED_TYPE
         return _Outgoing(
             message.topic,
             RequestCode.SEND_MESSAGE_V2,
@@ -388,6 +450,7 @@ class Producer(AsyncLifecycle):
         client, routes = self._started()
         deadline = time.monotonic() + self.send_timeout
         info = await routes.get(outgoing.topic)
+        self._topics.add(outgoing.topic)
         attempts = 1 if queue is not None else 1 + max(0, self.retry_times_when_send_failed)
         last_broker: str | None = None
         last_error: errors.RocketKubeError | None = None
@@ -395,13 +458,20 @@ class Producer(AsyncLifecycle):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            target = queue or routing.select_queue(info.queues, last_broker, info.next_index())
+            target = queue or self._select(info, last_broker)
+            started = time.monotonic()
             try:
                 addr = self._master(info, target)
+                await self._register_with(client, addr, remaining)
                 request = self._request(outgoing, target.queue_id, oneway=False)
-                response = await client.invoke(addr, request, remaining)
-                return self._result(outgoing, target, response)
+                response = await client.invoke(addr, request, deadline - time.monotonic())
+                result = self._result(outgoing, target, response)
+                if queue is None:
+                    self._record_latency(target, started, failed=False)
+                return result
             except (errors.RemotingError, client_errors.MQClientError) as exc:
+                if queue is None:
+                    self._record_latency(target, started, failed=True)
                 if not exc.retriable:
                     raise
                 last_error, last_broker = exc, target.broker_name
@@ -414,6 +484,83 @@ class Producer(AsyncLifecycle):
                 f"send to {outgoing.topic!r} took over {self.send_timeout} s"
             ) from last_error
         raise last_error
+
+    def _select(
+        self, info: routing.TopicPublishInfo, last_broker: str | None
+    ) -> routing.MessageQueue:
+        if self._faults is not None:
+            return latency_fault.select_queue(info.queues, self._faults, info.next_index())
+        return routing.select_queue(info.queues, last_broker, info.next_index())
+
+    def _record_latency(self, queue: routing.MessageQueue, started: float, *, failed: bool) -> None:
+        if self._faults is not None:
+            latency = int((time.monotonic() - started) * 1000)
+            self._faults.update(queue.broker_name, latency, isolation=failed)
+
+    # -- heartbeats and broker requests ----------------------------------------------------
+
+    async def _register_with(self, client: RemotingClient, addr: str, timeout: float) -> None:
+        """Heartbeat ``addr`` unless its current connection already carried one: the
+        broker must know this producer before a half message can be checked back."""
+        conn = self._registered.get(addr)
+        if conn is not None and conn.is_open:
+            return
+        async with self._heartbeat_lock:
+            conn = self._registered.get(addr)
+            if conn is None or not conn.is_open:
+                await self._heartbeat_one(client, addr, timeout)
+
+    async def _heartbeat_one(self, client: RemotingClient, addr: str, timeout: float) -> None:
+        """HEART_BEAT (34) with this producer's group to ``addr``; transport errors raise."""
+        body = HeartbeatData(client_id=self.client_id, producer_groups=[self.group]).encode()
+        conn = await client.connection(addr)
+        response = await conn.invoke(RemotingCommand.request(RequestCode.HEART_BEAT, body=body),
+                                     timeout)  # fmt: skip
+        if response.code != ResponseCode.SUCCESS:
+            log.warning("heartbeat to %s: %s %s", addr, response.code, response.remark)
+            return
+        self._registered[addr] = conn
+
+    def _master_addrs(self, routes: routing.RouteCache) -> Iterable[str]:
+        """Master addresses of every route this producer sent to."""
+        addrs: set[str] = set()
+        for topic in self._topics:
+            info = routes.cached(topic)
+            if info is not None:
+                addrs.update(b.master_addr for b in info.route.broker_datas if b.master_addr)
+        return sorted(addrs)
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_interval)
+            client, routes = self._started()
+            for addr in self._master_addrs(routes):
+                try:
+                    await self._heartbeat_one(client, addr, self.send_timeout)
+                except errors.RemotingError as exc:
+                    log.warning("heartbeat to %s failed: %s", addr, exc)
+
+    async def _unregister(self, client: RemotingClient) -> None:
+        """UNREGISTER_CLIENT (35) of this producer on every registered broker, best effort."""
+        header = UnregisterClientRequestHeader(client_id=self.client_id, producer_group=self.group)
+        registered, self._registered = self._registered, {}
+        for addr, conn in sorted(registered.items()):
+            if not conn.is_open:
+                continue
+            request = RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, header.encode())
+            try:
+                await conn.invoke(request, min(self.send_timeout, _UNREGISTER_TIMEOUT))
+            except errors.RemotingError as exc:
+                log.debug("unregister from %s failed: %s", addr, exc)
+
+    def _serve_broker_request(self, conn: Connection, request: RemotingCommand) -> Reply:
+        """Requests brokers send on this producer's connections. A plain producer has no
+        transaction listener: CHECK_TRANSACTION_STATE is logged and left unanswered."""
+        if request.code == RequestCode.CHECK_TRANSACTION_STATE:
+            log.warning("transaction check from %s ignored: %s is not a TransactionProducer",
+                        conn.remote_address, self.group)  # fmt: skip
+            return None
+        return not_supported(request.code)
 
     @staticmethod
     async def _refresh_quietly(
