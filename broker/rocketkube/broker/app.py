@@ -23,6 +23,7 @@ from rocketkube.broker.processors import (
     admin,
     client,
     delay_offsets,
+    end_transaction,
     locks,
     offsets,
     pull,
@@ -37,6 +38,7 @@ from rocketkube.broker.settings import BrokerSettings
 from rocketkube.broker.stats import BrokerStats
 from rocketkube.broker.store import MessageStore
 from rocketkube.broker.topics import TopicConfigManager
+from rocketkube.broker.transaction import TransactionalMessageService, TransactionCheckService
 from rocketkube.common.http_endpoint import HttpEndpoint
 from rocketkube.common.metrics import RequestMetrics
 from rocketkube.common.remoting.codes import ResponseCode
@@ -92,6 +94,7 @@ class BrokerApp:
         self.registrar: Registrar | None = None
         self.holds: PullRequestHoldService | None = None
         self.schedule: ScheduleService | None = None
+        self.transactions: TransactionCheckService | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = False
 
@@ -162,6 +165,9 @@ class BrokerApp:
         self.schedule = schedule
         self.registry.register(DelayCollector(schedule))
         table.update(delay_offsets.table(schedule))
+        tx_service = TransactionalMessageService(ctx)
+        table.update(end_transaction.table(ctx, tx_service))
+        self.transactions = TransactionCheckService(ctx, tx_service)
         self._gate.dispatcher = Dispatcher(
             table, RequestMetrics(self.registry, "rocketkube_broker")
         )
@@ -171,6 +177,8 @@ class BrokerApp:
             schedule.start()
         self._spawn(self._every(settings.flush_delay_offset_interval / 1000,
                                 schedule.persist_if_dirty), "delay-offset-persist")  # fmt: skip
+        if settings.is_master:
+            self.transactions.start()
         self._spawn(self._every(settings.flush_consumer_offset_interval / 1000,
                                 consumer_offsets.persist_if_dirty), "offset-persist")  # fmt: skip
         self._spawn(self._every(CLIENT_SCAN_SECONDS, self._expire_clients), "client-expiry")
@@ -204,6 +212,8 @@ class BrokerApp:
         self._tasks.clear()
         if self.registrar is not None:
             await self.registrar.stop()
+        if self.transactions is not None:
+            await self.transactions.stop()
         await self.http.stop()
         await self.server.stop()
         if self.holds is not None:

@@ -69,6 +69,13 @@ class BrokerSettings(BaseModel):
     rebalance_lock_max_live_time: int = Field(
         60_000, alias="rebalanceLockMaxLiveTime", gt=0, description="queue lock life, ms"
     )
+    transaction_check_interval: int = Field(
+        60_000, alias="transactionCheckInterval", gt=0, description="ms between half scans"
+    )
+    transaction_timeout: int = Field(
+        6_000, alias="transactionTimeOut", ge=0, description="ms before a half is checked"
+    )
+    transaction_check_max: int = Field(15, alias="transactionCheckMax", ge=0)
 
     # Message store (MessageStoreConfig)
     store_path_root_dir: str = Field(default_factory=_default_store, alias="storePathRootDir")
