@@ -13,7 +13,10 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -35,6 +38,38 @@ class ClientRun:
 
 #: ``await run_client(argv, timeout=..., env=...)``
 RunClient = Callable[..., Awaitable[ClientRun]]
+
+
+#: The Node.js client ali-ons, installed by ``make install`` (npm ci) in this folder.
+NODE_DIR = Path(__file__).with_name("node")
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    """The node binary; skip when node or the installed ali-ons package is missing."""
+    path = shutil.which("node")
+    if path is None:
+        pytest.skip("node is not installed: the ali-ons interop test needs Node.js")
+    if not (NODE_DIR / "node_modules" / "ali-ons").is_dir():
+        pytest.skip(f"ali-ons is not installed in {NODE_DIR}/node_modules (run `make install`)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def cpp_client() -> None:
+    """Skip when the wheel or its bundled library cannot be loaded (checked in a subprocess)."""
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-c", "import rocketmq.client"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.skip("importing rocketmq.client (PyPI rocketmq==0.4.4) hung")
+    if probe.returncode != 0:
+        reason = probe.stderr.decode(errors="replace").strip().splitlines()[-1:]
+        pytest.skip(f"PyPI rocketmq==0.4.4 (C++ client) cannot be imported: {reason}")
 
 
 def queued_total(app: BrokerApp, topic: str) -> int:

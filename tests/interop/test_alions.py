@@ -8,7 +8,6 @@ topics first, so the test does, as ``mqadmin updateTopic`` would.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -27,17 +26,6 @@ QUEUES = 8
 SCRIPT_DEADLINE_SECONDS = 60
 #: ... and is killed at this one, so a hung client still fails the test well within 120 s.
 KILL_AFTER_SECONDS = 90
-
-
-@pytest.fixture(scope="module")
-def node() -> str:
-    """The node binary; skip when node or the installed ali-ons package is missing."""
-    path = shutil.which("node")
-    if path is None:
-        pytest.skip("node is not installed: the ali-ons interop test needs Node.js")
-    if not (NODE_DIR / "node_modules" / "ali-ons").is_dir():
-        pytest.skip(f"ali-ons is not installed in {NODE_DIR}/node_modules (run `make install`)")
-    return path
 
 
 @pytest.mark.usefixtures("broker")

@@ -1,0 +1,85 @@
+"""The rocketkube SDK with real third-party clients, both ways: what ali-ons (npm) and the C++
+client (PyPI ``rocketmq``) send, the rocketkube push consumer receives, and what the rocketkube
+producer sends, their push consumers receive, with bodies, tags, keys and a user property
+intact."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rocketkube.client import Message, Producer
+from rocketkube.namesrv.app import NamesrvApp
+
+pytestmark = pytest.mark.interop
+
+HERE = Path(__file__).parent
+COUNT = 200
+QUEUES = 4
+SCRIPT_DEADLINE_SECONDS = 60
+KILL_AFTER_SECONDS = 90
+TAGS = ("TagA", "TagB")
+
+RunClient = Callable[..., Awaitable[Any]]
+CreateTopic = Callable[..., Awaitable[None]]
+
+
+def _expected(prefix: str) -> dict[str, dict[str, str]]:
+    return {
+        f"{prefix}-{i}": {"tags": TAGS[i % 2], "keys": f"key-{i}", "custom": f"c{i}"}
+        for i in range(COUNT)
+    }
+
+
+async def _sdk_send(namesrv: str, topic: str) -> None:
+    async with Producer("SdkInteropProducer", namesrv) as producer:
+        for i in range(COUNT):
+            message = Message(topic, f"rk-{i}".encode())
+            message.tags = TAGS[i % 2]
+            message.keys = [f"key-{i}"]
+            message.properties["custom"] = f"c{i}"
+            await producer.send(message)
+
+
+def _received(result: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {
+        r["body"]: {"tags": r["tags"], "keys": r["keys"], "custom": r["custom"]}
+        for r in result["received"]
+    }
+
+
+@pytest.mark.usefixtures("broker")
+async def test_sdk_producer_to_alions_push_consumer(
+    node: str,
+    namesrv: NamesrvApp,
+    names: tuple[str, str],
+    create_topic: CreateTopic,
+    run_client: RunClient,
+) -> None:
+    topic, group = names
+    await create_topic(topic, QUEUES)
+    await _sdk_send(namesrv.address, topic)
+    argv = [node, "alions_roundtrip.js", namesrv.address, topic, group, str(COUNT)]
+    argv += ["consume", str(SCRIPT_DEADLINE_SECONDS * 1000)]
+    run = await run_client(argv, timeout=KILL_AFTER_SECONDS, cwd=HERE / "node")
+    assert _received(run.result) == _expected("rk")
+
+
+@pytest.mark.usefixtures("cpp_client", "broker")
+async def test_sdk_producer_to_cpp_push_consumer(
+    namesrv: NamesrvApp,
+    names: tuple[str, str],
+    create_topic: CreateTopic,
+    run_client: RunClient,
+) -> None:
+    topic, group = names
+    await create_topic(topic, QUEUES)
+    await _sdk_send(namesrv.address, topic)
+    argv = [sys.executable, str(HERE / "cpp_roundtrip.py"), namesrv.address, topic, group]
+    argv += [str(COUNT), "consume", str(SCRIPT_DEADLINE_SECONDS)]
+    run = await run_client(argv, timeout=KILL_AFTER_SECONDS)
+    assert _received(run.result) == _expected("rk")
