@@ -19,18 +19,21 @@ and the answering address as ``broker``; transport failures raise the
 from __future__ import annotations
 
 import asyncio
+import enum
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Final, TypeVar
 
 from rocketkube.client.errors import ClientStateError, MQClientError, for_code
 from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.common import errors as common_errors
 from rocketkube.common import fastjson, properties_file
-from rocketkube.common.message import ids, record
+from rocketkube.common.message import ids, record, sysflag
 from rocketkube.common.message.model import MessageExt
 from rocketkube.common.protocol import admin_headers as ah
 from rocketkube.common.protocol import namesrv_headers as nh
+from rocketkube.common.protocol import pull_headers as ph
 from rocketkube.common.protocol import route as rt
 from rocketkube.common.protocol.admin_bodies import (
     ConsumerConnection,
@@ -40,16 +43,50 @@ from rocketkube.common.protocol.admin_bodies import (
     ProducerConnection,
     TopicOffset,
     TopicStatsTable,
+    decode_group_list,
 )
+from rocketkube.common.protocol.consumer_headers import ResetOffsetBody, ResetOffsetRequestHeader
+from rocketkube.common.protocol.heartbeat import parse_subscription
 from rocketkube.common.protocol.topic_config import TopicConfig
 from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 
-__all__ = ["DEFAULT_TOPIC", "AdminClient"]
+__all__ = ["DEFAULT_TOPIC", "TOOLS_CONSUMER_GROUP", "AdminClient", "PullResult", "PullStatus"]
 
 #: The template topic brokers create new topics from (``TBW102``).
 DEFAULT_TOPIC = "TBW102"
+#: The group admin pulls use unless told otherwise (Java ``MixAll.TOOLS_CONSUMER_GROUP``).
+TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+
+
+class PullStatus(enum.StrEnum):
+    """How a pull ended (Java ``PullStatus``)."""
+
+    FOUND = "FOUND"
+    NO_NEW_MSG = "NO_NEW_MSG"
+    NO_MATCHED_MSG = "NO_MATCHED_MSG"
+    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
+
+
+_PULL_STATUS: Final[dict[int, PullStatus]] = {
+    ResponseCode.SUCCESS: PullStatus.FOUND,
+    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
+    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PullResult:
+    """One pull's answer: the messages found and where the next pull starts."""
+
+    status: PullStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: list[MessageExt]
+
 
 T = TypeVar("T")
 
@@ -152,6 +189,22 @@ class AdminClient(AsyncLifecycle):
             raise MQClientError(f"no master broker in cluster {cluster!r}")
         return masters
 
+    async def cluster_brokers(self, cluster: str, *, masters_only: bool = True) -> list[str]:
+        """The addresses of ``cluster``'s masters (with ``masters_only=False``, of every
+        broker, slaves too), sorted; MQClientError for an unknown or empty cluster."""
+        if masters_only:
+            return await self._cluster_masters(cluster)
+        info = await self.cluster_info()
+        names = info.cluster_addr_table.get(cluster)
+        if not names:
+            raise MQClientError(f"no broker in cluster {cluster!r}")
+        return sorted(
+            addr
+            for name in names
+            if (data := info.broker_addr_table.get(name)) is not None
+            for addr in data.broker_addrs.values()
+        )
+
     async def _all_masters(self) -> list[str]:
         info = await self.cluster_info()
         return sorted(
@@ -210,10 +263,13 @@ class AdminClient(AsyncLifecycle):
         write_queue_nums: int = 8,
         perm: int = 6,
         order: bool = False,
+        topic_sys_flag: int = 0,
     ) -> TopicConfig:
         """UPDATE_AND_CREATE_TOPIC (17) on every master of ``cluster``, or on ``broker_addr``.
 
-        Give exactly one of the two. Creates or updates the topic; brokers re-register, so
+        Give exactly one of the two; ``topic_sys_flag`` carries the unit flags
+        (:data:`~rocketkube.common.protocol.permission.FLAG_UNIT`, ``FLAG_UNIT_SUB``).
+        Creates or updates the topic; brokers re-register, so
         the route appears on the name servers shortly after (not necessarily on return).
         Returns the configuration sent.
         """
@@ -224,6 +280,7 @@ class AdminClient(AsyncLifecycle):
             write_queue_nums=write_queue_nums,
             perm=perm,
             order=order,
+            topic_sys_flag=topic_sys_flag,
         )
         header = ah.CreateTopicRequestHeader(
             topic=topic,
@@ -312,17 +369,59 @@ class AdminClient(AsyncLifecycle):
         )
 
     async def delete_subscription_group(
-        self, group: str, cluster: str, *, remove_offset: bool = False
+        self,
+        group: str,
+        cluster: str | None = None,
+        *,
+        broker_addr: str | None = None,
+        remove_offset: bool = False,
     ) -> None:
-        """DELETE_SUBSCRIPTIONGROUP (207) on every master of ``cluster``; with
-        ``remove_offset`` the group's consumer offsets go too."""
+        """DELETE_SUBSCRIPTIONGROUP (207) on every master of ``cluster``, or on
+        ``broker_addr`` (exactly one of the two); with ``remove_offset`` the group's
+        consumer offsets go too."""
+        self._targets(cluster, broker_addr)
         ext = ah.DeleteSubscriptionGroupRequestHeader(
             group_name=group, remove_offset=remove_offset
         ).encode()
+        addrs = [broker_addr] if broker_addr is not None else []
+        if cluster is not None:
+            addrs = await self._cluster_masters(cluster)
         await self._each(
-            await self._cluster_masters(cluster),
-            lambda addr: self._invoke(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext),
+            addrs, lambda addr: self._invoke(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext)
         )
+
+    async def reset_offset_by_timestamp(
+        self, topic: str, group: str, timestamp_ms: int, *, force: bool = True
+    ) -> dict[MessageQueue, int]:
+        """INVOKE_BROKER_TO_RESET_OFFSET (222) on every master of ``topic``'s route, merged:
+        the group's offset of each queue moved to the one at ``timestamp_ms`` (``-1``: the
+        max offset). Without ``force`` an offset only moves back. The brokers commit the
+        new offsets and tell the group's online consumers (220). Returns queue -> offset.
+        """
+        ext = ResetOffsetRequestHeader(
+            topic=topic, group=group, timestamp=timestamp_ms, is_force=force
+        ).encode()
+        answers = await self._each(
+            await self._route_brokers(topic),
+            lambda addr: self._invoke(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext),
+        )
+        table: dict[MessageQueue, int] = {}
+        for response in answers.values():
+            table.update(ResetOffsetBody.decode(response.body).offset_table)
+        return dict(sorted(table.items()))
+
+    async def topic_consumed_by(self, topic: str) -> list[str]:
+        """QUERY_TOPIC_CONSUME_BY_WHO (300) on every master of ``topic``'s route, merged:
+        the groups subscribed to it or holding offsets on it."""
+        ext = ah.QueryTopicConsumeByWhoRequestHeader(topic=topic).encode()
+        answers = await self._each(
+            await self._route_brokers(topic),
+            lambda addr: self._invoke(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, ext),
+        )
+        groups: set[str] = set()
+        for response in answers.values():
+            groups.update(decode_group_list(response.body))
+        return sorted(groups)
 
     async def consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
         """GET_CONSUME_STATS (208) per broker, merged: broker and consumer offset per queue.
@@ -344,15 +443,18 @@ class AdminClient(AsyncLifecycle):
             tps += stats.consume_tps
         return ConsumeStats(dict(sorted(table.items())), tps)
 
-    async def consumer_connections(self, group: str) -> ConsumerConnection:
+    async def consumer_connections(
+        self, group: str, *, broker_addr: str | None = None
+    ) -> ConsumerConnection:
         """GET_CONSUMER_CONNECTION_LIST (203): the group's online consumers and their
-        subscriptions, from the first master that knows them.
+        subscriptions, from the first master that knows them (or from ``broker_addr``).
 
         Raises the broker's error (CONSUMER_NOT_ONLINE) when no master does.
         """
         ext = ah.GetConsumerConnectionListRequestHeader(consumer_group=group).encode()
         last: Exception | None = None
-        for addr in await self._all_masters():
+        addrs = [broker_addr] if broker_addr is not None else await self._all_masters()
+        for addr in addrs:
             try:
                 response = await self._invoke(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, ext)
             except MQClientError as exc:
@@ -510,3 +612,99 @@ class AdminClient(AsyncLifecycle):
                     continue
                 found[(message.store_host, message.commit_log_offset)] = message
         return sorted(found.values(), key=lambda m: (m.store_timestamp, m.commit_log_offset))
+
+    # -- queues: offsets and plain pulls (mqadmin consumeMessage) ---------------------------
+
+    async def broker_addrs(self, topic: str) -> dict[str, str]:
+        """Broker name -> address (the master, else any) of every broker of ``topic``'s
+        route: where its queues are read."""
+        route = await self.topic_route(topic)
+        out: dict[str, str] = {}
+        for data in route.broker_datas:
+            addr = data.master_addr
+            if addr is None and data.broker_addrs:
+                addr = data.broker_addrs[min(data.broker_addrs)]
+            if addr is not None:
+                out[data.broker_name] = addr
+        return out
+
+    async def _queue_addr(self, queue: MessageQueue, broker_addr: str | None) -> str:
+        if broker_addr is not None:
+            return broker_addr
+        addr = (await self.broker_addrs(queue.topic)).get(queue.broker_name)
+        if addr is None:
+            raise MQClientError(f"broker {queue.broker_name!r} is not in {queue.topic}'s route")
+        return addr
+
+    async def min_offset(self, queue: MessageQueue, *, broker_addr: str | None = None) -> int:
+        """GET_MIN_OFFSET (31): the queue's first offset still stored."""
+        ext = ph.GetMinOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id).encode()
+        addr = await self._queue_addr(queue, broker_addr)
+        response = await self._invoke(addr, RequestCode.GET_MIN_OFFSET, ext)
+        return ph.GetMinOffsetResponseHeader.decode(response.ext_fields).offset
+
+    async def max_offset(self, queue: MessageQueue, *, broker_addr: str | None = None) -> int:
+        """GET_MAX_OFFSET (30): the offset the queue's next message will get."""
+        ext = ph.GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id).encode()
+        addr = await self._queue_addr(queue, broker_addr)
+        response = await self._invoke(addr, RequestCode.GET_MAX_OFFSET, ext)
+        return ph.GetMaxOffsetResponseHeader.decode(response.ext_fields).offset
+
+    async def search_offset(
+        self, queue: MessageQueue, timestamp_ms: int, *, broker_addr: str | None = None
+    ) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP (29): the queue offset of the message stored at
+        ``timestamp_ms`` (or the nearest one)."""
+        ext = ph.SearchOffsetRequestHeader(
+            topic=queue.topic, queue_id=queue.queue_id, timestamp=timestamp_ms
+        ).encode()
+        addr = await self._queue_addr(queue, broker_addr)
+        response = await self._invoke(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext)
+        return ph.SearchOffsetResponseHeader.decode(response.ext_fields).offset
+
+    async def pull(
+        self,
+        queue: MessageQueue,
+        offset: int,
+        max_nums: int = 32,
+        *,
+        group: str = TOOLS_CONSUMER_GROUP,
+        expression: str = "*",
+        broker_addr: str | None = None,
+    ) -> PullResult:
+        """PULL_MESSAGE (11) once, without suspending or committing: what mqadmin's pull
+        consumer does. Messages are re-filtered by tag as clients do."""
+        subscription = parse_subscription(queue.topic, expression, _now_ms())
+        header = ph.PullMessageRequestHeader(
+            consumer_group=group,
+            topic=queue.topic,
+            queue_id=queue.queue_id,
+            queue_offset=offset,
+            max_msg_nums=max_nums,
+            sys_flag=sysflag.build_pull_sys_flag(
+                commit_offset=False, suspend=False, subscription=True, lite_pull=False
+            ),
+            commit_offset=0,
+            suspend_timeout_millis=0,
+            sub_version=subscription.sub_version,
+            subscription=subscription.sub_string,
+            expression_type=subscription.expression_type,
+        )
+        addr = await self._queue_addr(queue, broker_addr)
+        response = await self._invoke(
+            addr, RequestCode.PULL_MESSAGE, header.encode(), allow=frozenset(_PULL_STATUS)
+        )
+        result = ph.PullMessageResponseHeader.decode(response.ext_fields)
+        messages: list[MessageExt] = []
+        if response.code == ResponseCode.SUCCESS:
+            messages = list(record.iter_records(response.body_bytes()))
+            if subscription.tags_set:
+                tags = set(subscription.tags_set)
+                messages = [m for m in messages if m.tags in tags]
+        return PullResult(
+            _PULL_STATUS[response.code],
+            result.next_begin_offset,
+            result.min_offset,
+            result.max_offset,
+            messages,
+        )
