@@ -12,10 +12,11 @@ import pytest
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.client import Message, Producer
-from rocketkube.client.admin import AdminClient
+from rocketkube.client.admin import AdminClient, PullStatus
 from rocketkube.client.errors import ClientStateError, MQBrokerError, TopicNotExistError
 from rocketkube.common.errors import MessageFormatError
 from rocketkube.common.protocol import permission
+from rocketkube.common.protocol.admin_bodies import MessageQueue
 from rocketkube.common.protocol.pull_headers import UpdateConsumerOffsetRequestHeader
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
@@ -233,3 +234,41 @@ async def test_view_message_and_query_by_key(admin: AdminClient, topic: str) -> 
     assert [m.body for m in by_uniq] == [b"payload"]
     assert await admin.query_messages_by_key(topic, "absent-key") == []
     assert await admin.query_messages_by_key(topic, "order-1", end_ms=1) == []
+
+
+async def test_queue_offsets_pull_and_reset_by_timestamp(
+    admin: AdminClient, broker: BrokerApp, topic: str
+) -> None:
+    await _create_routed(admin, topic, queues=1)
+    queue = MessageQueue(topic, "broker-a", 0)
+    async with Producer("AdminPG", admin.namesrv_addrs[0]) as producer:
+        sent = [await producer.send(Message(topic, f"m{i}".encode())) for i in range(3)]
+    assert await admin.broker_addrs(topic) == {"broker-a": broker.address}
+    assert await admin.min_offset(queue) == 0
+    assert await admin.max_offset(queue) == 3
+    viewed = await admin.view_message(sent[1].offset_msg_id)
+    assert await admin.search_offset(queue, viewed.store_timestamp) in (1, 2)
+
+    pulled = await admin.pull(queue, 1, 32)
+    assert pulled.status == PullStatus.FOUND
+    assert [m.body for m in pulled.messages] == [b"m1", b"m2"]
+    assert pulled.next_begin_offset == 3
+    assert (await admin.pull(queue, 3)).status == PullStatus.NO_NEW_MSG
+
+    group = f"AdminCG_{uuid.uuid4().hex[:8]}"
+    await admin.create_subscription_group(group, broker_addr=broker.address)
+    assert await admin.reset_offset_by_timestamp(topic, group, -1) == {queue: 3}
+    assert group in await admin.topic_consumed_by(topic)
+    stats = await admin.consume_stats(group, topic)
+    assert stats.diff_total == 0
+    rewound = await admin.reset_offset_by_timestamp(topic, group, 0, force=False)
+    assert rewound == {queue: 0}
+    assert (await admin.consume_stats(group, topic)).diff_total == 3
+    with pytest.raises(MQBrokerError, match="not exist"):
+        await admin.reset_offset_by_timestamp(topic, "NoSuchGroup", -1)
+
+    assert await admin.cluster_brokers(CLUSTER) == [broker.address]
+    assert await admin.cluster_brokers(CLUSTER, masters_only=False) == [broker.address]
+    await admin.delete_subscription_group(group, broker_addr=broker.address)
+    assert broker.ctx is not None
+    assert group not in broker.ctx.groups.table
