@@ -161,8 +161,9 @@ class ScheduleService:
         self.path = path
         self._clock = clock
         self._batch_size = batch_size
-        self.levels = parse_delay_levels(delay_levels)
-        self._levels = {n: _Level(n, delay) for n, delay in enumerate(self.levels, start=1)}
+        self.delays_ms = parse_delay_levels(delay_levels)
+        """The delay of each level (index 0 is level 1)."""
+        self._levels = {n: _Level(n, delay) for n, delay in enumerate(self.delays_ms, start=1)}
         self.offsets: dict[int, int] = {}
         """Level -> next schedule queue offset to deliver (levels never used are absent)."""
         self.dirty = False
@@ -271,9 +272,10 @@ class ScheduleService:
         if status in _CAUGHT_UP:
             return None
         if status in (GetStatus.NO_MESSAGE_IN_QUEUE, GetStatus.OFFSET_OVERFLOW_BADLY):
-            log.warning("delay level %d: offset %d beyond the queue (max %d), corrected",
-                        n, offset, got.max_offset)  # fmt: skip
-            self._advance(n, got.max_offset)
+            if offset != got.max_offset:
+                log.warning("delay level %d: offset %d beyond the queue (max %d), corrected",
+                            n, offset, got.max_offset)  # fmt: skip
+                self._advance(n, got.max_offset)
             return None
         if status in (GetStatus.OFFSET_TOO_SMALL, GetStatus.OFFSET_FOUND_NULL):
             self._advance(n, got.next_begin_offset)
