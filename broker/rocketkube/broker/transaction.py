@@ -14,10 +14,11 @@ The checker scans, every ``transactionCheckInterval`` ms, the half queue from it
 offset. A half with an op entry is done. One older than ``transactionTimeOut`` (or its
 ``CHECK_IMMUNITY_TIME_IN_SECONDS``) gets ``TRANSACTION_CHECK_TIMES`` + 1 and is re-put at
 the end of the half queue; the copy's offsets go to one live producer channel of its
-``PGROUP`` in a CHECK_TRANSACTION_STATE (39, oneway). A younger half stops the scan: later
-ones are younger still. Progress is kept as consumer offsets of group ``CID_RMQ_SYS_TRANS``
-on the half and op topics, so it survives restarts; the op offset only moves over op
-entries known to be done (Java ``calculateOpOffset``).
+``PGROUP`` in a CHECK_TRANSACTION_STATE (39, oneway). A half checked ``transactionCheckMax``
+times, or older than ``fileReservedTime``, is discarded instead. A younger half stops the
+scan: later ones are younger still. Progress is kept as consumer offsets of group
+``CID_RMQ_SYS_TRANS`` on the half and op topics, so it survives restarts; the op offset only
+moves over op entries known to be done (Java ``calculateOpOffset``).
 
 Where this differs from Java: an END_TRANSACTION for a half whose ``UNIQ_KEY`` was already
 committed or rolled back by this broker process (the original request racing a check-back
@@ -74,6 +75,7 @@ _READ_BATCH: Final = 32
 #: UNIQ_KEYs of resolved transactions remembered to refuse a second commit.
 _RESOLVED_MEMORY: Final = 65_536
 _RW: Final = permission.PERM_READ | permission.PERM_WRITE
+_HOUR: Final = 3_600_000
 _P = PropertyName
 
 
@@ -323,7 +325,6 @@ class TransactionCheckService:
         op_offset = self._progress(op_topic)
         progress = CheckProgress(half_offset)
         self._read_ops(progress, op_offset)
-        settings = ctx.settings
         offset = half_offset
         while offset < half_max:
             if (offset - half_offset) % _SCAN_SLICE == _SCAN_SLICE - 1:
@@ -337,7 +338,7 @@ class TransactionCheckService:
                     offset += 1
                     continue
                 break
-            if not self._handle(half, progress, settings.transaction_timeout):
+            if not self._handle(half, progress):
                 break
             offset += 1
         ctx.offsets.commit(CHECK_GROUP, half_topic, HALF_QUEUE_ID, offset)
@@ -369,7 +370,7 @@ class TransactionCheckService:
                 progress.add_op(queue_offset, half)
             op_offset = result.next_begin_offset
 
-    def _handle(self, half: MessageExt, progress: CheckProgress, timeout_ms: int) -> bool:
+    def _handle(self, half: MessageExt, progress: CheckProgress) -> bool:
         """Deal with one unresolved half; ``False`` stops the scan here (too young)."""
         service = self.service
         if service.is_resolved(half):
@@ -378,10 +379,11 @@ class TransactionCheckService:
         properties = dict(half.properties)
         checks_text = properties.get(_P.TRANSACTION_CHECK_TIMES, "0")
         checks = int(checks_text) if checks_text.isdigit() else 0
-        if checks >= self.ctx.settings.transaction_check_max:
-            return service.discard(half)
+        settings = self.ctx.settings
         age = self.ctx.clock() - half.born_timestamp
-        deadline, immune = check_deadline_ms(properties, timeout_ms)
+        if checks >= settings.transaction_check_max or age > settings.file_reserved_time * _HOUR:
+            return service.discard(half)
+        deadline, immune = check_deadline_ms(properties, settings.transaction_timeout)
         if 0 <= age < deadline:
             if not immune:
                 return False
