@@ -84,3 +84,36 @@ async def test_bench_producer_against_a_broker(
     assert broker.ctx is not None
     stored = sum(broker.ctx.store.max_offset("BenchSdkTopic", q) for q in range(8))
     assert stored == 200
+
+
+def test_transaction_shares_are_spread_evenly() -> None:
+    decider = sdk._BenchTransactions(sdk.ClientBenchSettings(rollback_rate=0.2, unknown_rate=0.1))
+    states = [decider.decide(seq).value for seq in range(1000)]
+    assert abs(states.count("ROLLBACK_MESSAGE") - 200) <= 5
+    assert abs(states.count("UNKNOW") - 100) <= 5
+    assert states[:10].count("COMMIT_MESSAGE") >= 5, "the shares are not spread over the run"
+
+
+async def test_bench_tproducer_commits_and_rolls_back(
+    namesrv: NamesrvApp, broker: BrokerApp, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = "tproducer -t BenchTxTopic -w 4 --messages 100 --rollback-rate 0.3 --json"
+    args = cli.main_parser().parse_args([*argv.split(), "-n", namesrv.address])
+    assert await cli.run_client_bench(args) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (summary["benchmark"], summary["messages"], summary["failed"]) == ("tproducer", 100, 0)
+    states = summary["local_transaction_states"]
+    assert states["COMMIT_MESSAGE"] + states["ROLLBACK_MESSAGE"] == 100
+    assert 20 <= states["ROLLBACK_MESSAGE"] <= 40
+    ctx = broker.ctx
+    assert ctx is not None
+
+    def stored() -> int:
+        return sum(ctx.store.max_offset("BenchTxTopic", q) for q in range(8))
+
+    deadline = asyncio.get_running_loop().time() + 30
+    while stored() < states["COMMIT_MESSAGE"]:
+        assert asyncio.get_running_loop().time() < deadline, "committed messages not delivered"
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)
+    assert stored() == states["COMMIT_MESSAGE"], "a rolled-back half became visible"

@@ -149,6 +149,34 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     configure_client(producer, sdk.ClientBenchSettings())
     producer.set_defaults(_bench=run_client_bench, _client_bench=sdk.run_producer)
+    tproducer = sub.add_parser(
+        "tproducer",
+        help="SDK transactional producer (RocketMQ's TransactionProducer benchmark)",
+        description="Half message, local transaction, END_TRANSACTION, from -w concurrent "
+        "senders of one TransactionProducer; --rollback-rate and --unknown-rate make that "
+        "share of local transactions roll back or stay unknown (committed on check-back).",
+    )
+    configure_client(tproducer, sdk.ClientBenchSettings(group="benchmark_tproducer"))
+    tproducer.add_argument(
+        "--rollback-rate",
+        type=_rate,
+        default=0.0,
+        help="share of transactions rolled back, 0-1 (default 0)",
+    )
+    tproducer.add_argument(
+        "--unknown-rate",
+        type=_rate,
+        default=0.0,
+        help="share left unknown until checked back, 0-1 (default 0)",
+    )
+    tproducer.set_defaults(_bench=run_client_bench, _client_bench=sdk.run_tproducer)
+
+
+def _rate(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"a share between 0 and 1, not {text}")
+    return value
 
 
 def _flag(text: str) -> bool:
@@ -304,6 +332,8 @@ def client_settings_from(args: argparse.Namespace) -> sdk.ClientBenchSettings:
         messages=args.messages or None,
         duration=args.duration,
         interval=args.interval,
+        rollback_rate=getattr(args, "rollback_rate", 0.0),
+        unknown_rate=getattr(args, "unknown_rate", 0.0),
     )
 
 

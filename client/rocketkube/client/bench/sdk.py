@@ -20,8 +20,9 @@ from typing import Any
 
 from rocketkube.client.bench.stats import Report, Stats
 from rocketkube.client.producer import Producer
+from rocketkube.client.transaction import LocalTransactionState, TransactionProducer
 from rocketkube.common.errors import RocketKubeError
-from rocketkube.common.message.model import Message
+from rocketkube.common.message.model import Message, MessageExt
 
 #: ``report(label, window)``: called every interval, and once with the total.
 OnReport = Callable[[str, Report], None]
@@ -41,6 +42,10 @@ class ClientBenchSettings:
     interval: float = 5.0
     group: str = "benchmark_producer"
     send_timeout: float = 3.0
+    rollback_rate: float = 0.0
+    """tproducer: the share of local transactions that roll back ..."""
+    unknown_rate: float = 0.0
+    """... and that answer UNKNOW (committed when the broker checks them back)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -49,6 +54,7 @@ class Summary:
     total: Report
     cpu_seconds: float
     settings: ClientBenchSettings
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         per_msg = self.cpu_seconds / self.total.messages if self.total.messages else None
@@ -58,6 +64,7 @@ class Summary:
             "client_cpu_seconds": round(self.cpu_seconds, 3),
             "client_us_per_msg": None if per_msg is None else round(1e6 * per_msg, 2),
             "client_ceiling_msgs_per_s": None if not per_msg else round(1 / per_msg, 1),
+            **self.extra,
             "settings": dataclasses.asdict(self.settings),
         }
 
@@ -147,3 +154,58 @@ async def run_producer(
 
         total, cpu = await drive(send, settings, "Send", on_report, on_progress)
     return Summary("producer", total, cpu, settings)
+
+
+class _BenchTransactions:
+    """Decides each local transaction by its sequence number, so the shares are exact;
+    counts the states and the broker's check-backs (those always commit)."""
+
+    def __init__(self, settings: ClientBenchSettings) -> None:
+        self._rollback = settings.rollback_rate
+        self._unknown = settings.unknown_rate
+        self.states: dict[str, int] = {state.value: 0 for state in LocalTransactionState}
+        self.checks = 0
+
+    def decide(self, seq: int) -> LocalTransactionState:
+        position = (seq * 0.6180339887) % 1.0  # evenly spread over [0, 1)
+        if position < self._rollback:
+            return LocalTransactionState.ROLLBACK_MESSAGE
+        if position < self._rollback + self._unknown:
+            return LocalTransactionState.UNKNOW
+        return LocalTransactionState.COMMIT_MESSAGE
+
+    async def execute_local_transaction(self, message: Message, arg: Any) -> LocalTransactionState:
+        state = self.decide(int(arg))
+        self.states[state.value] += 1
+        return state
+
+    async def check_local_transaction(self, message: MessageExt) -> LocalTransactionState:
+        self.checks += 1
+        return LocalTransactionState.COMMIT_MESSAGE
+
+
+async def run_tproducer(
+    namesrv_addr: str,
+    settings: ClientBenchSettings,
+    on_report: OnReport,
+    on_progress: OnProgress | None = None,
+) -> Summary:
+    """RocketMQ's ``TransactionProducer`` benchmark: half message, local transaction
+    (committed, or rolled back / left unknown at the configured rates), END_TRANSACTION."""
+    body = b"x" * settings.body_size
+    listener = _BenchTransactions(settings)
+    async with TransactionProducer(
+        settings.group, listener, namesrv_addr, send_timeout=settings.send_timeout
+    ) as producer:
+        await producer.fetch_publish_queues(settings.topic)
+
+        async def send(seq: int) -> int:
+            message = Message(settings.topic, body)
+            if settings.keys:
+                message.keys = [f"bench-{seq}"]
+            await producer.send_message_in_transaction(message, seq)
+            return len(body)
+
+        total, cpu = await drive(send, settings, "Transaction", on_report, on_progress)
+    extra = {"local_transaction_states": listener.states, "check_backs": listener.checks}
+    return Summary("tproducer", total, cpu, settings, extra)
