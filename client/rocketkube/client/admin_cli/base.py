@@ -98,11 +98,9 @@ def parse_timestamp_or_now(text: str) -> int:
     return -1 if text.strip() == "now" else parse_timestamp(text)
 
 
-def add_target(
-    parser: argparse.ArgumentParser, what: str, *, required: bool = True
-) -> argparse._MutuallyExclusiveGroup:
-    """mqadmin's ``-b brokerAddr | -c clusterName`` pair: exactly one (or at most one)."""
-    group = parser.add_mutually_exclusive_group(required=required)
+def add_target(parser: argparse.ArgumentParser, what: str) -> None:
+    """mqadmin's ``-b brokerAddr | -c clusterName`` pair: exactly one of the two."""
+    group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument(
         "-b",
         "--brokerAddr",
@@ -117,4 +115,3 @@ def add_target(
         metavar="CLUSTER",
         help=f"{what} on every master of this cluster",
     )
-    return group

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from rocketkube.client import routing
 from rocketkube.client.admin import TOOLS_CONSUMER_GROUP, AdminClient, PullStatus
@@ -82,10 +83,7 @@ async def _query_by_key(session: Session) -> None:
     messages = await session.admin.query_messages_by_key(topic, key, max_num=64)
     if not messages:
         raise NoMessageError(f"no message with key {key!r} in topic {topic}")
-    rows = [
-        [m.unique_key or render.message_json(m)["offsetMsgId"], m.queue_id, m.queue_offset]
-        for m in messages
-    ]
+    rows = [[m.unique_key or render.offset_msg_id(m), m.queue_id, m.queue_offset] for m in messages]
     text = render.table(["#Message ID", "#QID", "#Offset"], rows)
     session.emit([render.message_json(m) for m in messages], text)
 
@@ -264,10 +262,11 @@ async def _consume_message(session: Session) -> None:
             for queue_id in range(data.read_queue_nums)
         ]
     bounds = [await _bounds(session, q, addrs[q.broker_name]) for q in queues]
-    found: list[MessageExt] = []
+    data: list[dict[str, Any]] = []
     for plan in plan_ranges(bounds, args.offset, args.count):
-        found.extend(await _read(session, plan, addrs[plan.queue.broker_name]))
-    data = [{"brokerName": name, **render.message_json(m)} for name, m in _named(found, addrs)]
+        name = plan.queue.broker_name
+        for message in await _read(session, plan, addrs[name]):
+            data.append({"brokerName": name, **render.message_json(message)})
     rows = [
         [
             d["brokerName"],
@@ -284,12 +283,6 @@ async def _consume_message(session: Session) -> None:
         ["#Broker Name", "#QID", "#Offset", "#MsgId", "#Tags", "#Keys", "#Body"], rows
     )
     session.emit(data, f"{text}\n\n{len(data)} messages")
-
-
-def _named(messages: list[MessageExt], addrs: dict[str, str]) -> list[tuple[str, MessageExt]]:
-    """Each message with the name of the broker that stored it (by store host)."""
-    by_addr = {addr: name for name, addr in addrs.items()}
-    return [(by_addr.get(m.store_host, m.store_host), m) for m in messages]
 
 
 async def _read(session: Session, plan: QueueRange, addr: str) -> list[MessageExt]:

@@ -24,6 +24,8 @@ from rocketkube.common.protocol.route import TopicRouteData
 from rocketkube.common.protocol.topic_config import TopicConfig
 
 __all__ = [
+    "connections_json",
+    "connections_text",
     "consume_stats_json",
     "consumer_connection_json",
     "consumer_connection_text",
@@ -32,7 +34,10 @@ __all__ = [
     "key_values",
     "message_json",
     "message_text",
+    "offset_msg_id",
     "queue_json",
+    "reset_offsets_json",
+    "reset_offsets_text",
     "table",
     "topic_config_text",
     "topic_route_table",
@@ -262,17 +267,18 @@ def _body_text(body: bytes) -> str:
     return body.decode("utf-8", errors="replace")
 
 
-def _offset_msg_id(msg: MessageExt) -> str:
+def offset_msg_id(msg: MessageExt) -> str:
+    """The broker's offset id of a stored message; empty without a usable store host."""
     try:
         return msg.msg_id
-    except ValueError:  # no usable store host (MessageFormatError is a ValueError)
+    except ValueError:  # MessageFormatError is a ValueError
         return ""
 
 
 def message_json(msg: MessageExt) -> dict[str, Any]:
     return {
-        "msgId": msg.unique_key or _offset_msg_id(msg),
-        "offsetMsgId": _offset_msg_id(msg),
+        "msgId": msg.unique_key or offset_msg_id(msg),
+        "offsetMsgId": offset_msg_id(msg),
         "topic": msg.topic,
         "tags": msg.tags,
         "keys": msg.keys,
@@ -294,7 +300,7 @@ def message_text(msg: MessageExt, tz: Tz = None) -> str:
     """mqadmin ``queryMsgById``'s detail block; the body is printed, not written to a file."""
     return key_values(
         [
-            ("OffsetID", _offset_msg_id(msg)),
+            ("OffsetID", offset_msg_id(msg)),
             ("MsgId", msg.unique_key or ""),
             ("Topic", msg.topic),
             ("Tags", f"[{msg.tags or ''}]"),
