@@ -25,63 +25,35 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import os
 import time
-import uuid
 from collections.abc import Iterable
-from typing import Final, Literal
+from typing import Final
 
 from rocketkube.client import errors as client_errors
-from rocketkube.client import routing
+from rocketkube.client.consumer_core import (
+    FROM_WHERE,
+    ConsumeFrom,
+    ConsumerCore,
+    make_client_id,
+)
 from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common import errors
-from rocketkube.common.message import sysflag
 from rocketkube.common.message.model import MessageExt
-from rocketkube.common.message.record import iter_records
-from rocketkube.common.protocol import permission
-from rocketkube.common.protocol.admin_headers import UnregisterClientRequestHeader
 from rocketkube.common.protocol.heartbeat import (
-    ConsumeFromWhere,
     ConsumerData,
     ConsumeType,
-    HeartbeatData,
     MessageModel,
     SubscriptionData,
     parse_subscription,
 )
-from rocketkube.common.protocol.pull_headers import (
-    GetMaxOffsetRequestHeader,
-    GetMaxOffsetResponseHeader,
-    GetMinOffsetRequestHeader,
-    GetMinOffsetResponseHeader,
-    PullMessageRequestHeader,
-    PullMessageResponseHeader,
-    QueryConsumerOffsetRequestHeader,
-    QueryConsumerOffsetResponseHeader,
-    SearchOffsetRequestHeader,
-    SearchOffsetResponseHeader,
-    UpdateConsumerOffsetRequestHeader,
-)
-from rocketkube.common.protocol.route import TopicRouteData
-from rocketkube.common.remoting.client import RemotingClient
-from rocketkube.common.remoting.codes import RequestCode, ResponseCode
-from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.common.remoting.codes import ResponseCode
 
 __all__ = ["ConsumeFrom", "LitePullConsumer"]
 
 log = logging.getLogger(__name__)
 
-ConsumeFrom = Literal["last", "first", "timestamp"]
-"""Where a group without a committed offset starts (Java ``ConsumeFromWhere``)."""
-
-_FROM_WHERE: Final[dict[str, ConsumeFromWhere]] = {
-    "last": ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
-    "first": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-    "timestamp": ConsumeFromWhere.CONSUME_FROM_TIMESTAMP,
-}
 _HEARTBEAT_INTERVAL: Final = 30.0
-_RPC_MARGIN: Final = 5.0
 _SUSPEND_GRACE: Final = 0.1
 
 
@@ -122,8 +94,8 @@ class LitePullConsumer(AsyncLifecycle):
         request_timeout: float = 3.0,
         client_ip: str = "127.0.0.1",
     ) -> None:
-        if consume_from_where not in _FROM_WHERE:
-            raise ValueError(f"consume_from_where must be one of {sorted(_FROM_WHERE)}")
+        if consume_from_where not in FROM_WHERE:
+            raise ValueError(f"consume_from_where must be one of {sorted(FROM_WHERE)}")
         if consume_from_where == "timestamp" and consume_timestamp_ms is None:
             raise ValueError('consume_from_where="timestamp" needs consume_timestamp_ms')
         if pull_batch_size < 1:
@@ -138,13 +110,12 @@ class LitePullConsumer(AsyncLifecycle):
         self.poll_timeout = poll_timeout
         self.suspend_timeout = suspend_timeout
         self.request_timeout = request_timeout
-        self.client_id = f"{client_ip}@{os.getpid()}#{uuid.uuid4().hex[:12]}"
-        self._client: RemotingClient | None = None
+        self.client_id = make_client_id(client_ip)
+        self._core: ConsumerCore | None = None
         self._closed = False
         self._subscriptions: dict[str, SubscriptionData] = {}
         self._assigned = False
         self._queues: dict[MessageQueue, _QueueState] = {}
-        self._brokers: dict[str, str] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._poll_lock = asyncio.Lock()
 
@@ -157,10 +128,10 @@ class LitePullConsumer(AsyncLifecycle):
         """
         if self._closed:
             raise client_errors.ClientStateError("the consumer is closed")
-        if self._client is not None:
+        if self._core is not None:
             return
-        self._client = RemotingClient(
-            connect_timeout=self.request_timeout, timeout=self.request_timeout
+        self._core = ConsumerCore(
+            self.group, self.namesrv_addrs, self.client_id, request_timeout=self.request_timeout
         )
         for topic in list(self._subscriptions):
             await self._refresh_topic(topic)
@@ -181,8 +152,8 @@ class LitePullConsumer(AsyncLifecycle):
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        client = self._client
-        if client is None:
+        core = self._core
+        if core is None:
             return
         try:
             if self.auto_commit:
@@ -190,16 +161,16 @@ class LitePullConsumer(AsyncLifecycle):
                     await self.commit()
                 except (client_errors.MQClientError, errors.RemotingError) as exc:
                     log.warning("final commit of %s failed: %s", self.group, exc)
-            await self._unregister(client)
+            await core.unregister()
         finally:
-            self._client = None
-            await client.close()
+            self._core = None
+            await core.close()
 
-    def _started(self) -> RemotingClient:
-        if self._client is None:
+    def _started(self) -> ConsumerCore:
+        if self._core is None:
             state = "closed" if self._closed else "not started"
             raise client_errors.ClientStateError(f"the consumer is {state}")
-        return self._client
+        return self._core
 
     # -- queues ------------------------------------------------------------------------------
 
@@ -214,7 +185,7 @@ class LitePullConsumer(AsyncLifecycle):
         if self._assigned:
             raise client_errors.ClientStateError("subscribe() after assign() is not allowed")
         self._subscriptions[topic] = parse_subscription(topic, expression, _now_ms())
-        if self._client is not None:
+        if self._core is not None:
             await self._refresh_topic(topic)
             await self._heartbeat()
 
@@ -224,17 +195,11 @@ class LitePullConsumer(AsyncLifecycle):
         Needs a started consumer (the routes give the brokers' addresses). Not allowed after
         :meth:`subscribe`.
         """
-        client = self._started()
+        core = self._started()
         if self._subscriptions and not self._assigned:
             raise client_errors.ClientStateError("assign() after subscribe() is not allowed")
         wanted = list(queues)
-        for topic in sorted({q.topic for q in wanted}):
-            route = await routing.fetch_route(
-                client, self.namesrv_addrs, topic, self.request_timeout
-            )
-            if route is None:
-                raise client_errors.RouteNotFoundError(f"no route for topic {topic!r}")
-            self._learn_brokers(route)
+        await core.learn_routes(q.topic for q in wanted)
         self._assigned = True
         stamp = _now_ms()
         self._subscriptions = {
@@ -260,46 +225,30 @@ class LitePullConsumer(AsyncLifecycle):
     async def seek_to_begin(self, queue: MessageQueue) -> None:
         """:meth:`seek` to the queue's min offset (GET_MIN_OFFSET, 31)."""
         self._state(queue)
-        header = GetMinOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id)
-        response = await self._call(queue, RequestCode.GET_MIN_OFFSET, header.encode())
-        self.seek(queue, GetMinOffsetResponseHeader.decode(response.ext_fields).offset)
+        self.seek(queue, await self._started().min_offset(queue))
 
     async def seek_to_end(self, queue: MessageQueue) -> None:
         """:meth:`seek` to the queue's max offset (GET_MAX_OFFSET, 30): only new messages."""
         self._state(queue)
-        self.seek(queue, await self._max_offset(queue))
+        self.seek(queue, await self._started().max_offset(queue))
 
     async def committed(self, queue: MessageQueue) -> int | None:
         """The group's offset of ``queue`` as the broker stores it; ``None`` when none is."""
-        header = QueryConsumerOffsetRequestHeader(
-            consumer_group=self.group, topic=queue.topic, queue_id=queue.queue_id
-        )
-        response = await self._call(
-            queue, RequestCode.QUERY_CONSUMER_OFFSET, header.encode(), accept={22}
-        )
-        if response.code == ResponseCode.QUERY_NOT_FOUND:
-            return None
-        return QueryConsumerOffsetResponseHeader.decode(response.ext_fields).offset
+        return await self._started().query_offset(queue)
 
     async def commit(self) -> None:
         """Store the position of every queue that moved since its last commit (code 15).
 
         Every queue is tried; the first failure is raised afterwards.
         """
-        self._started()
+        core = self._started()
         failure: Exception | None = None
         for queue, state in list(self._queues.items()):
             offset = state.next_offset
             if offset is None or offset == state.committed:
                 continue
-            header = UpdateConsumerOffsetRequestHeader(
-                consumer_group=self.group,
-                topic=queue.topic,
-                queue_id=queue.queue_id,
-                commit_offset=offset,
-            )
             try:
-                await self._call(queue, RequestCode.UPDATE_CONSUMER_OFFSET, header.encode())
+                await core.update_offset(queue, offset)
             except (client_errors.MQClientError, errors.RemotingError) as exc:
                 failure = failure or exc
                 continue
@@ -385,71 +334,29 @@ class LitePullConsumer(AsyncLifecycle):
         assert offset is not None
         epoch = state.epoch
         subscription = self._subscriptions.get(queue.topic) or parse_subscription(queue.topic, "*")
-        flag = sysflag.build_pull_sys_flag(
-            commit_offset=False, suspend=suspend > 0, subscription=True, lite_pull=True
-        )
-        header = PullMessageRequestHeader(
-            consumer_group=self.group,
-            topic=queue.topic,
-            queue_id=queue.queue_id,
-            queue_offset=offset,
-            max_msg_nums=self.pull_batch_size,
-            sys_flag=flag,
-            commit_offset=0,
-            suspend_timeout_millis=int(suspend * 1000),
-            sub_version=subscription.sub_version,
-            subscription=subscription.sub_string,
-            expression_type=subscription.expression_type,
-        )
-        response = await self._call(
+        result = await self._started().pull(
             queue,
-            RequestCode.PULL_MESSAGE,
-            header.encode(),
-            accept={
-                ResponseCode.PULL_NOT_FOUND,
-                ResponseCode.PULL_RETRY_IMMEDIATELY,
-                ResponseCode.PULL_OFFSET_MOVED,
-            },
-            timeout=suspend + self.request_timeout + (_RPC_MARGIN if suspend > 0 else 0.0),
+            offset,
+            subscription,
+            max_nums=self.pull_batch_size,
+            suspend=suspend,
+            lite=True,
         )
-        result = PullMessageResponseHeader.decode(response.ext_fields)
         if self._queues.get(queue) is not state or state.epoch != epoch:
             return []  # reassigned or sought while the pull was in flight
-        if response.code == ResponseCode.PULL_OFFSET_MOVED:
+        if result.code == ResponseCode.PULL_OFFSET_MOVED:
             log.info("%s: offset %d moved to %d", queue, offset, result.next_begin_offset)
         state.next_offset = result.next_begin_offset
-        if response.code != ResponseCode.SUCCESS:
-            return []
-        messages = list(iter_records(response.body_bytes()))
-        if subscription.tags_set:
-            tags = set(subscription.tags_set)
-            messages = [m for m in messages if m.tags in tags]
-        return messages
+        return result.messages
 
     async def _first_offset(self, queue: MessageQueue) -> int:
         """The §3.5 first-offset logic: the committed offset, else by consume_from_where."""
-        committed = await self.committed(queue)
-        if committed is not None and committed >= 0:
-            return committed
-        if self.consume_from_where == "first":
-            return 0
-        if self.consume_from_where == "timestamp" and not queue.topic.startswith("%RETRY%"):
-            assert self.consume_timestamp_ms is not None
-            header = SearchOffsetRequestHeader(
-                topic=queue.topic, queue_id=queue.queue_id, timestamp=self.consume_timestamp_ms
-            )
-            response = await self._call(
-                queue, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header.encode()
-            )
-            return SearchOffsetResponseHeader.decode(response.ext_fields).offset
-        if queue.topic.startswith("%RETRY%") and self.consume_from_where == "last":
-            return 0
-        return await self._max_offset(queue)
-
-    async def _max_offset(self, queue: MessageQueue) -> int:
-        header = GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id)
-        response = await self._call(queue, RequestCode.GET_MAX_OFFSET, header.encode())
-        return GetMaxOffsetResponseHeader.decode(response.ext_fields).offset
+        return await self._started().first_offset(
+            queue,
+            await self.committed(queue),
+            self.consume_from_where,
+            self.consume_timestamp_ms,
+        )
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -459,52 +366,9 @@ class LitePullConsumer(AsyncLifecycle):
             raise ValueError(f"{queue} is not assigned to this consumer")
         return state
 
-    async def _call(
-        self,
-        queue: MessageQueue,
-        code: int,
-        header: dict[str, str],
-        *,
-        accept: set[int] | None = None,
-        timeout: float | None = None,
-    ) -> RemotingCommand:
-        """Send a request to the master of ``queue``'s broker; MQBrokerError on other codes."""
-        client = self._started()
-        addr = self._brokers.get(queue.broker_name)
-        if addr is None:
-            route = await routing.fetch_route(
-                client, self.namesrv_addrs, queue.topic, self.request_timeout
-            )
-            if route is not None:
-                self._learn_brokers(route)
-            addr = self._brokers.get(queue.broker_name)
-            if addr is None:
-                raise client_errors.RouteNotFoundError(f"no master for {queue.broker_name!r}")
-        request = RemotingCommand.request(code, header)
-        response = await client.invoke(addr, request, timeout or self.request_timeout)
-        if response.code != ResponseCode.SUCCESS and response.code not in (accept or set()):
-            raise client_errors.for_code(response.code, response.remark, queue.broker_name)
-        return response
-
-    def _learn_brokers(self, route: TopicRouteData) -> None:
-        for broker in route.broker_datas:
-            if broker.master_addr:
-                self._brokers[broker.broker_name] = broker.master_addr
-
     async def _refresh_topic(self, topic: str) -> None:
         """Re-read a subscribed topic's route; its readable queues become the assignment."""
-        client = self._started()
-        route = await routing.fetch_route(client, self.namesrv_addrs, topic, self.request_timeout)
-        if route is None:
-            raise client_errors.RouteNotFoundError(f"no route for topic {topic!r}")
-        self._learn_brokers(route)
-        masters = {b.broker_name for b in route.broker_datas if b.master_addr}
-        wanted = {
-            MessageQueue(topic, data.broker_name, i)
-            for data in route.queue_datas
-            if permission.is_readable(data.perm) and data.broker_name in masters
-            for i in range(data.read_queue_nums)
-        }
+        wanted = set(await self._started().readable_queues(topic))
         for queue in [q for q in self._queues if q.topic == topic and q not in wanted]:
             del self._queues[queue]
         for queue in sorted(wanted):
@@ -512,38 +376,15 @@ class LitePullConsumer(AsyncLifecycle):
 
     async def _heartbeat(self) -> None:
         """HEART_BEAT (34) with this CONSUME_ACTIVELY consumer to every known broker."""
-        client = self._started()
-        data = HeartbeatData(
-            client_id=self.client_id,
-            consumers=[
-                ConsumerData(
-                    group_name=self.group,
-                    consume_type=ConsumeType.CONSUME_ACTIVELY,
-                    message_model=MessageModel.CLUSTERING,
-                    consume_from_where=_FROM_WHERE[self.consume_from_where],
-                    subscriptions=list(self._subscriptions.values()),
-                )
-            ],
+        await self._started().heartbeat(
+            ConsumerData(
+                group_name=self.group,
+                consume_type=ConsumeType.CONSUME_ACTIVELY,
+                message_model=MessageModel.CLUSTERING,
+                consume_from_where=FROM_WHERE[self.consume_from_where],
+                subscriptions=list(self._subscriptions.values()),
+            )
         )
-        body = data.encode()
-        for name, addr in sorted(self._brokers.items()):
-            try:
-                request = RemotingCommand.request(RequestCode.HEART_BEAT, body=body)
-                response = await client.invoke(addr, request, self.request_timeout)
-                if response.code != ResponseCode.SUCCESS:
-                    log.warning("heartbeat to %s: %s %s", name, response.code, response.remark)
-            except errors.RemotingError as exc:
-                log.warning("heartbeat to %s failed: %s", name, exc)
-
-    async def _unregister(self, client: RemotingClient) -> None:
-        """UNREGISTER_CLIENT (35) of this consumer from every known broker, best effort."""
-        header = UnregisterClientRequestHeader(client_id=self.client_id, consumer_group=self.group)
-        for name, addr in sorted(self._brokers.items()):
-            request = RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, header.encode())
-            try:
-                await client.invoke(addr, request, self.request_timeout)
-            except errors.RemotingError as exc:
-                log.debug("unregister from %s failed: %s", name, exc)
 
     async def _maintain(self) -> None:
         """Every 30 s: re-read subscribed routes, then heartbeat."""

@@ -1,0 +1,407 @@
+"""What every consumer does on the wire, shared by LitePullConsumer and PushConsumer.
+
+:class:`ConsumerCore` owns one group's :class:`RemotingClient` and the master address of
+every broker it learned from routes, and speaks the consumer requests:
+
+- routes (GET_ROUTEINFO_BY_TOPIC, 105) and the readable queues they give (§8.3);
+- PULL_MESSAGE (11, §3.4), its response decoded into :class:`PullResult` with bodies
+  decompressed and tags re-filtered client-side (the broker filters by hash code only);
+- offsets (§3.5): QUERY (14), UPDATE (15), GET_MAX/MIN (30/31), SEARCH_BY_TIMESTAMP (29),
+  and the first offset of a queue a group never committed (:meth:`ConsumerCore.first_offset`);
+- GET_CONSUMER_LIST_BY_GROUP (38), HEART_BEAT (34, §5.3), UNREGISTER_CLIENT (35).
+
+Requests to a queue go to the master of its broker; an error code raises the matching
+:class:`~rocketkube.client.errors.MQBrokerError` unless the caller accepts it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import uuid
+import zlib
+from collections.abc import Iterable
+from typing import Final, Literal
+
+from rocketkube.client import errors as client_errors
+from rocketkube.client import routing
+from rocketkube.client.routing import MessageQueue
+from rocketkube.common import errors
+from rocketkube.common.message import sysflag
+from rocketkube.common.message.model import MessageExt
+from rocketkube.common.message.record import iter_records
+from rocketkube.common.protocol import admin_bodies, permission
+from rocketkube.common.protocol.admin_headers import (
+    GetConsumerListByGroupRequestHeader,
+    UnregisterClientRequestHeader,
+)
+from rocketkube.common.protocol.heartbeat import (
+    ConsumeFromWhere,
+    ConsumerData,
+    HeartbeatData,
+    SubscriptionData,
+)
+from rocketkube.common.protocol.pull_headers import (
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader,
+    SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from rocketkube.common.protocol.route import TopicRouteData
+from rocketkube.common.remoting.client import RemotingClient
+from rocketkube.common.remoting.codes import RequestCode, ResponseCode
+from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.common.remoting.connection import RequestHandler
+
+__all__ = [
+    "FROM_WHERE",
+    "RETRY_TOPIC_PREFIX",
+    "ConsumeFrom",
+    "ConsumerCore",
+    "PullResult",
+    "decode_messages",
+    "make_client_id",
+    "readable_queues",
+    "retry_topic",
+]
+
+log = logging.getLogger(__name__)
+
+ConsumeFrom = Literal["last", "first", "timestamp"]
+"""Where a group without a committed offset starts (Java ``ConsumeFromWhere``)."""
+
+FROM_WHERE: Final[dict[str, ConsumeFromWhere]] = {
+    "last": ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+    "first": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+    "timestamp": ConsumeFromWhere.CONSUME_FROM_TIMESTAMP,
+}
+RETRY_TOPIC_PREFIX: Final = "%RETRY%"
+#: Extra seconds a long-polling pull may take beyond its suspend time and request timeout.
+_RPC_MARGIN: Final = 5.0
+_PULL_ACCEPT: Final = frozenset(
+    {
+        ResponseCode.PULL_NOT_FOUND,
+        ResponseCode.PULL_RETRY_IMMEDIATELY,
+        ResponseCode.PULL_OFFSET_MOVED,
+    }
+)
+
+
+def retry_topic(group: str) -> str:
+    """``%RETRY%<group>``: where a clustering group's failed messages come back from."""
+    return RETRY_TOPIC_PREFIX + group
+
+
+def make_client_id(client_ip: str, instance_name: str | None = None) -> str:
+    """``ip@instance``; a unique instance (pid and random) when none is given, as the Java
+    client's ``changeInstanceNameToPID`` makes every process its own group member."""
+    instance = instance_name or f"{os.getpid()}#{uuid.uuid4().hex[:12]}"
+    return f"{client_ip}@{instance}"
+
+
+def readable_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
+    """Every queue of ``topic`` a consumer may pull: READ perm and a master, sorted."""
+    masters = {b.broker_name for b in route.broker_datas if b.master_addr}
+    return sorted(
+        MessageQueue(topic, data.broker_name, i)
+        for data in route.queue_datas
+        if permission.is_readable(data.perm) and data.broker_name in masters
+        for i in range(data.read_queue_nums)
+    )
+
+
+def decode_messages(body: bytes, subscription: SubscriptionData) -> list[MessageExt]:
+    """A pull body's records, bodies decompressed, filtered by the subscription's tags."""
+    messages = list(iter_records(body))
+    for message in messages:
+        if sysflag.is_compressed(message.sys_flag):
+            message.body = zlib.decompress(message.body)
+    if subscription.tags_set:
+        tags = set(subscription.tags_set)
+        messages = [m for m in messages if m.tags in tags]
+    return messages
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PullResult:
+    """A pull's answer: ``code`` is SUCCESS, PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY or
+    PULL_OFFSET_MOVED; ``messages`` are the matching ones (empty unless SUCCESS)."""
+
+    code: int
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: list[MessageExt]
+
+
+class ConsumerCore:
+    """One consumer group's connections and wire calls (see the module docstring).
+
+    ``handler`` serves the requests brokers send on the same connections (a push
+    consumer's NOTIFY_CONSUMER_IDS_CHANGED, RESET_CONSUMER_CLIENT_OFFSET).
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addrs: list[str],
+        client_id: str,
+        *,
+        request_timeout: float,
+        handler: RequestHandler | None = None,
+    ) -> None:
+        self.group = group
+        self.namesrv_addrs = namesrv_addrs
+        self.client_id = client_id
+        self.request_timeout = request_timeout
+        self.client = RemotingClient(
+            handler, connect_timeout=request_timeout, timeout=request_timeout
+        )
+        #: Broker name -> master address, from every route read so far.
+        self.brokers: dict[str, str] = {}
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    # -- routes ------------------------------------------------------------------------------
+
+    async def fetch_route(self, topic: str) -> TopicRouteData | None:
+        """The route of ``topic`` (its masters are remembered); ``None`` if unknown."""
+        route = await routing.fetch_route(
+            self.client, self.namesrv_addrs, topic, self.request_timeout
+        )
+        if route is not None:
+            for broker in route.broker_datas:
+                if broker.master_addr:
+                    self.brokers[broker.broker_name] = broker.master_addr
+        return route
+
+    async def readable_queues(self, topic: str) -> list[MessageQueue]:
+        """The readable queues of ``topic``; :class:`RouteNotFoundError` when it has no route."""
+        route = await self.fetch_route(topic)
+        if route is None:
+            raise client_errors.RouteNotFoundError(f"no route for topic {topic!r}")
+        return readable_queues(topic, route)
+
+    async def learn_routes(self, topics: Iterable[str]) -> None:
+        """Read the routes of ``topics`` (for their brokers' addresses)."""
+        for topic in sorted(set(topics)):
+            if await self.fetch_route(topic) is None:
+                raise client_errors.RouteNotFoundError(f"no route for topic {topic!r}")
+
+    async def broker_addr(self, queue: MessageQueue) -> str:
+        """The master address of ``queue``'s broker, re-reading the route when unknown."""
+        addr = self.brokers.get(queue.broker_name)
+        if addr is None:
+            await self.fetch_route(queue.topic)
+            addr = self.brokers.get(queue.broker_name)
+            if addr is None:
+                raise client_errors.RouteNotFoundError(f"no master for {queue.broker_name!r}")
+        return addr
+
+    # -- requests ----------------------------------------------------------------------------
+
+    async def call(
+        self,
+        queue: MessageQueue,
+        code: int,
+        header: dict[str, str] | None = None,
+        body: bytes = b"",
+        *,
+        accept: Iterable[int] = (),
+        timeout: float | None = None,
+    ) -> RemotingCommand:
+        """Send a request to the master of ``queue``'s broker; MQBrokerError on other codes."""
+        addr = await self.broker_addr(queue)
+        return await self.call_addr(
+            addr, queue.broker_name, code, header, body, accept=accept, timeout=timeout
+        )
+
+    async def call_addr(
+        self,
+        addr: str,
+        name: str,
+        code: int,
+        header: dict[str, str] | None = None,
+        body: bytes = b"",
+        *,
+        accept: Iterable[int] = (),
+        timeout: float | None = None,
+    ) -> RemotingCommand:
+        """Send a request to broker ``name`` at ``addr``; MQBrokerError on other codes."""
+        request = RemotingCommand.request(code, header, body)
+        response = await self.client.invoke(addr, request, timeout or self.request_timeout)
+        if response.code != ResponseCode.SUCCESS and response.code not in set(accept):
+            raise client_errors.for_code(response.code, response.remark, name)
+        return response
+
+    async def pull(
+        self,
+        queue: MessageQueue,
+        offset: int,
+        subscription: SubscriptionData,
+        *,
+        max_nums: int,
+        suspend: float,
+        commit_offset: int | None = None,
+        lite: bool = False,
+    ) -> PullResult:
+        """PULL_MESSAGE from ``offset``, long-polling up to ``suspend`` seconds (0: none).
+
+        The subscription travels with the pull (FLAG_SUBSCRIPTION), so the broker filters
+        right even before it has this client's heartbeat; ``commit_offset`` piggy-backs
+        the group's offset (FLAG_COMMIT_OFFSET).
+        """
+        flag = sysflag.build_pull_sys_flag(
+            commit_offset=commit_offset is not None,
+            suspend=suspend > 0,
+            subscription=True,
+            lite_pull=lite,
+        )
+        header = PullMessageRequestHeader(
+            consumer_group=self.group,
+            topic=queue.topic,
+            queue_id=queue.queue_id,
+            queue_offset=offset,
+            max_msg_nums=max_nums,
+            sys_flag=flag,
+            commit_offset=commit_offset or 0,
+            suspend_timeout_millis=int(suspend * 1000),
+            sub_version=subscription.sub_version,
+            subscription=subscription.sub_string,
+            expression_type=subscription.expression_type,
+        )
+        response = await self.call(
+            queue,
+            RequestCode.PULL_MESSAGE,
+            header.encode(),
+            accept=_PULL_ACCEPT,
+            timeout=suspend + self.request_timeout + (_RPC_MARGIN if suspend > 0 else 0.0),
+        )
+        result = PullMessageResponseHeader.decode(response.ext_fields)
+        messages = (
+            decode_messages(response.body_bytes(), subscription)
+            if response.code == ResponseCode.SUCCESS
+            else []
+        )
+        return PullResult(
+            response.code,
+            result.next_begin_offset,
+            result.min_offset,
+            result.max_offset,
+            messages,
+        )
+
+    # -- offsets -----------------------------------------------------------------------------
+
+    async def query_offset(self, queue: MessageQueue) -> int | None:
+        """The group's offset of ``queue`` as the broker stores it; ``None`` when none is."""
+        header = QueryConsumerOffsetRequestHeader(
+            consumer_group=self.group, topic=queue.topic, queue_id=queue.queue_id
+        )
+        response = await self.call(
+            queue,
+            RequestCode.QUERY_CONSUMER_OFFSET,
+            header.encode(),
+            accept={ResponseCode.QUERY_NOT_FOUND},
+        )
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            return None
+        return QueryConsumerOffsetResponseHeader.decode(response.ext_fields).offset
+
+    async def update_offset(self, queue: MessageQueue, offset: int) -> None:
+        """UPDATE_CONSUMER_OFFSET (15): the group's offset of ``queue`` on its broker."""
+        header = UpdateConsumerOffsetRequestHeader(
+            consumer_group=self.group,
+            topic=queue.topic,
+            queue_id=queue.queue_id,
+            commit_offset=offset,
+        )
+        await self.call(queue, RequestCode.UPDATE_CONSUMER_OFFSET, header.encode())
+
+    async def max_offset(self, queue: MessageQueue) -> int:
+        """GET_MAX_OFFSET (30): the offset the next message of ``queue`` will get."""
+        header = GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id)
+        response = await self.call(queue, RequestCode.GET_MAX_OFFSET, header.encode())
+        return GetMaxOffsetResponseHeader.decode(response.ext_fields).offset
+
+    async def min_offset(self, queue: MessageQueue) -> int:
+        """GET_MIN_OFFSET (31): the oldest offset ``queue`` still holds."""
+        header = GetMinOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id)
+        response = await self.call(queue, RequestCode.GET_MIN_OFFSET, header.encode())
+        return GetMinOffsetResponseHeader.decode(response.ext_fields).offset
+
+    async def search_offset(self, queue: MessageQueue, timestamp_ms: int) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP (29): the offset of the message stored nearest then."""
+        header = SearchOffsetRequestHeader(
+            topic=queue.topic, queue_id=queue.queue_id, timestamp=timestamp_ms
+        )
+        response = await self.call(queue, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header.encode())
+        return SearchOffsetResponseHeader.decode(response.ext_fields).offset
+
+    async def first_offset(
+        self,
+        queue: MessageQueue,
+        committed: int | None,
+        consume_from: ConsumeFrom,
+        timestamp_ms: int | None,
+    ) -> int:
+        """Where to start ``queue`` (§3.5): ``committed`` when there is one, else by
+        ``consume_from``; ``%RETRY%`` topics start at 0 ("last") or the max ("timestamp")."""
+        if committed is not None and committed >= 0:
+            return committed
+        retry = queue.topic.startswith(RETRY_TOPIC_PREFIX)
+        if consume_from == "first" or (retry and consume_from == "last"):
+            return 0
+        if consume_from == "timestamp" and not retry:
+            if timestamp_ms is None:
+                raise ValueError('consume_from="timestamp" needs a timestamp')
+            return await self.search_offset(queue, timestamp_ms)
+        return await self.max_offset(queue)
+
+    # -- group membership --------------------------------------------------------------------
+
+    async def consumer_ids(self, topic: str) -> list[str]:
+        """GET_CONSUMER_LIST_BY_GROUP (38) from a broker of ``topic``, sorted; [] if none."""
+        route = await self.fetch_route(topic)
+        names = sorted({b.broker_name for b in route.broker_datas}) if route else []
+        for name in names:
+            addr = self.brokers.get(name)
+            if addr is None:
+                continue
+            header = GetConsumerListByGroupRequestHeader(consumer_group=self.group)
+            try:
+                response = await self.call_addr(
+                    addr, name, RequestCode.GET_CONSUMER_LIST_BY_GROUP, header.encode()
+                )
+            except (client_errors.MQClientError, errors.RemotingError) as exc:
+                log.debug("consumer list of %s from %s: %s", self.group, name, exc)
+                continue
+            return sorted(admin_bodies.decode_consumer_id_list(response.body_bytes()))
+        return []
+
+    async def heartbeat(self, consumer: ConsumerData) -> None:
+        """HEART_BEAT (34) declaring ``consumer`` to every known broker, best effort."""
+        body = HeartbeatData(client_id=self.client_id, consumers=[consumer]).encode()
+        for name, addr in sorted(self.brokers.items()):
+            try:
+                await self.call_addr(addr, name, RequestCode.HEART_BEAT, body=body)
+            except (client_errors.MQClientError, errors.RemotingError) as exc:
+                log.warning("heartbeat to %s failed: %s", name, exc)
+
+    async def unregister(self) -> None:
+        """UNREGISTER_CLIENT (35) of this consumer from every known broker, best effort."""
+        header = UnregisterClientRequestHeader(client_id=self.client_id, consumer_group=self.group)
+        for name, addr in sorted(self.brokers.items()):
+            try:
+                await self.call_addr(addr, name, RequestCode.UNREGISTER_CLIENT, header.encode())
+            except (client_errors.MQClientError, errors.RemotingError) as exc:
+                log.debug("unregister from %s failed: %s", name, exc)

@@ -1,0 +1,631 @@
+"""The push consumer: the SDK pulls, your listener is called (Java DefaultMQPushConsumer).
+
+Per queue this consumer owns, a pull loop long-polls PULL_MESSAGE (11, §3.4) and puts the
+messages into the queue's :class:`~rocketkube.client.process_queue.ProcessQueue`, from
+which a consume service (:mod:`.consume_service`) calls the listener. The pieces:
+
+- **Rebalance** (§8.3) every ``rebalance_interval`` seconds and at once when a broker sends
+  NOTIFY_CONSUMER_IDS_CHANGED (40): the topic's readable queues and the group's client ids
+  go through the ``allocate`` strategy (:mod:`.allocation`); broadcasting takes every
+  queue. A queue lost is dropped (its offset persisted first); a queue gained starts from
+  its stored offset, else per ``consume_from`` (§3.5). Clustering also consumes
+  ``%RETRY%<group>``, handing listeners the original topic (``RETRY_TOPIC``).
+- **Flow control**: a queue holding ``pull_threshold_for_queue`` messages (or
+  ``pull_threshold_size_for_queue_mib``) is not pulled until the listener catches up
+  (re-checked every 50 ms); a pull never asks for more than the room left, so a queue
+  never holds more than the threshold.
+- **Offsets**: the smallest offset still held, or one past the last consumed
+  (:mod:`.offset_store`): on the brokers in clustering (every ``persist_interval``, also
+  piggy-backed on pulls), in a local file in broadcasting (``offset_store_dir``).
+- **Orderly** listeners (clustering) consume a queue only while this client holds its
+  broker lock: LOCK_BATCH_MQ (41) when a queue is gained and every ``lock_interval``,
+  UNLOCK_BATCH_MQ (42) when it is dropped. A broker that does not know code 41 is warned
+  about once and treated as granting every lock (order then holds within one consumer).
+- **Broker requests**: NOTIFY_CONSUMER_IDS_CHANGED (40) and RESET_CONSUMER_CLIENT_OFFSET
+  (220: the listed queues restart from the given offsets).
+- HEART_BEAT (34) to every broker of the subscribed topics every ``heartbeat_interval``;
+  :meth:`PushConsumer.close` stops pulling, waits up to ``shutdown_timeout`` for running
+  listeners, persists offsets, unlocks, and sends UNREGISTER_CLIENT (35).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Final
+
+from rocketkube.client import errors as client_errors
+from rocketkube.client.allocation import AllocateStrategy, allocate_averagely
+from rocketkube.client.consume_service import ConcurrentConsumeService, OrderlyConsumeService
+from rocketkube.client.consumer_core import (
+    FROM_WHERE,
+    ConsumeFrom,
+    ConsumerCore,
+    make_client_id,
+    retry_topic,
+)
+from rocketkube.client.lifecycle import AsyncLifecycle
+from rocketkube.client.listener import MessageListener, OrderlyMessageListener
+from rocketkube.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
+from rocketkube.client.process_queue import ProcessQueue
+from rocketkube.client.routing import MessageQueue
+from rocketkube.client.send_back import send_back
+from rocketkube.common import errors
+from rocketkube.common.message import properties as props
+from rocketkube.common.message.model import MessageExt
+from rocketkube.common.protocol import admin_bodies
+from rocketkube.common.protocol.consumer_headers import (
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    ResetOffsetBody,
+    ResetOffsetRequestHeader,
+)
+from rocketkube.common.protocol.heartbeat import (
+    ConsumerData,
+    ConsumeType,
+    MessageModel,
+    SubscriptionData,
+    parse_subscription,
+)
+from rocketkube.common.remoting.codes import RequestCode, ResponseCode
+from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.common.remoting.connection import Connection, Reply
+
+__all__ = ["MessageModel", "PushConsumer"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_OFFSET_STORE_DIR: Final = Path("~/.rocketkube_offsets")
+_FLOW_CONTROL_DELAY: Final = 0.05
+_LOCK_RETRY_DELAY: Final = 0.5
+_MIB: Final = 1024 * 1024
+
+
+@dataclasses.dataclass(slots=True)
+class _Owned:
+    """A queue this consumer owns: its held messages and its pull loop."""
+
+    process_queue: ProcessQueue
+    pull_task: asyncio.Task[None]
+
+
+class PushConsumer(AsyncLifecycle):
+    """A RocketMQ push consumer of group ``group`` (see the module docstring).
+
+    ``namesrv_addr`` lists name servers separated by ``;``. Register one listener with
+    :meth:`register_listener` (or :meth:`register_orderly_listener`) and
+    :meth:`subscribe` before :meth:`start`; then ``async with PushConsumer(...)`` runs it.
+    Times are seconds. ``instance_name`` names this client (``ip@instance``); by default
+    every consumer object is its own group member. Broadcasting offsets go to
+    ``offset_store_dir/<ip>@<instance or DEFAULT>/<group>/offsets.json``.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str = "127.0.0.1:9876",
+        *,
+        message_model: MessageModel = MessageModel.CLUSTERING,
+        consume_from: ConsumeFrom = "last",
+        consume_timestamp_ms: int | None = None,
+        allocate: AllocateStrategy = allocate_averagely,
+        consume_concurrency: int = 20,
+        consume_batch_size: int = 1,
+        pull_batch_size: int = 32,
+        pull_threshold_for_queue: int = 1000,
+        pull_threshold_size_for_queue_mib: int = 100,
+        rebalance_interval: float = 20.0,
+        persist_interval: float = 5.0,
+        heartbeat_interval: float = 30.0,
+        lock_interval: float = 20.0,
+        max_reconsume_times: int = 16,
+        reconsume_delay: float = 5.0,
+        suspend_current_queue_time: float = 1.0,
+        suspend_timeout: float = 15.0,
+        pull_error_delay: float = 1.0,
+        shutdown_timeout: float = 5.0,
+        request_timeout: float = 3.0,
+        client_ip: str = "127.0.0.1",
+        instance_name: str | None = None,
+        offset_store_dir: Path | str | None = None,
+    ) -> None:
+        if consume_from not in FROM_WHERE:
+            raise ValueError(f"consume_from must be one of {sorted(FROM_WHERE)}")
+        if consume_from == "timestamp" and consume_timestamp_ms is None:
+            raise ValueError('consume_from="timestamp" needs consume_timestamp_ms')
+        for name, value in (
+            ("consume_concurrency", consume_concurrency),
+            ("consume_batch_size", consume_batch_size),
+            ("pull_batch_size", pull_batch_size),
+            ("pull_threshold_for_queue", pull_threshold_for_queue),
+        ):
+            if value < 1:
+                raise ValueError(f"{name} must be positive")
+        self.group = group
+        self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
+        self.message_model = MessageModel(message_model)
+        self.consume_from: ConsumeFrom = consume_from
+        self.consume_timestamp_ms = consume_timestamp_ms
+        self.allocate = allocate
+        self.consume_concurrency = consume_concurrency
+        self.consume_batch_size = consume_batch_size
+        self.pull_batch_size = pull_batch_size
+        self.pull_threshold_for_queue = pull_threshold_for_queue
+        self.pull_threshold_size_for_queue_mib = pull_threshold_size_for_queue_mib
+        self.rebalance_interval = rebalance_interval
+        self.persist_interval = persist_interval
+        self.heartbeat_interval = heartbeat_interval
+        self.lock_interval = lock_interval
+        self.max_reconsume_times = max_reconsume_times
+        self.reconsume_delay = reconsume_delay
+        self.suspend_current_queue_time = suspend_current_queue_time
+        self.suspend_timeout = suspend_timeout
+        self.pull_error_delay = pull_error_delay
+        self.shutdown_timeout = shutdown_timeout
+        self.request_timeout = request_timeout
+        self.client_id = make_client_id(client_ip, instance_name)
+        base = Path(offset_store_dir) if offset_store_dir else DEFAULT_OFFSET_STORE_DIR
+        self.offset_file = (
+            base.expanduser() / f"{client_ip}@{instance_name or 'DEFAULT'}" / group / "offsets.json"
+        )
+        self._listener: MessageListener | None = None
+        self._orderly_listener: OrderlyMessageListener | None = None
+        self._subscriptions: dict[str, SubscriptionData] = {}
+        self._core: ConsumerCore | None = None
+        self._store: OffsetStore | None = None
+        self._service: ConcurrentConsumeService | OrderlyConsumeService | None = None
+        self._owned: dict[MessageQueue, _Owned] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._side_tasks: set[asyncio.Task[None]] = set()
+        self._rebalance_wanted = asyncio.Event()
+        self._rebalance_lock = asyncio.Lock()
+        self._locks_unsupported = False
+        self._closed = False
+
+    # -- configuration -----------------------------------------------------------------------
+
+    @property
+    def clustering(self) -> bool:
+        return self.message_model == MessageModel.CLUSTERING
+
+    @property
+    def orderly(self) -> bool:
+        return self._orderly_listener is not None
+
+    def register_listener(self, listener: MessageListener) -> None:
+        """Consume concurrently with ``listener(messages, context) -> ConsumeStatus``."""
+        self._before_start()
+        self._listener, self._orderly_listener = listener, None
+
+    def register_orderly_listener(self, listener: OrderlyMessageListener) -> None:
+        """Consume each queue in offset order with ``listener -> ConsumeOrderlyStatus``."""
+        self._before_start()
+        self._listener, self._orderly_listener = None, listener
+
+    async def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Consume ``topic``'s messages whose tag matches ``expression`` (``"TagA || TagB"``,
+        ``"*"``). After :meth:`start` the brokers hear of it and a rebalance follows."""
+        self._subscriptions[topic] = parse_subscription(topic, expression, _now_ms())
+        if self._core is not None:
+            await self._refresh_routes()
+            await self._heartbeat()
+            self._rebalance_wanted.set()
+
+    def assignment(self) -> set[MessageQueue]:
+        """The queues this consumer currently owns (retry queues included)."""
+        return set(self._owned)
+
+    def _before_start(self) -> None:
+        if self._core is not None or self._closed:
+            raise client_errors.ClientStateError("listeners are registered before start()")
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect, heartbeat, and start rebalancing, pulling and consuming.
+
+        Raises :class:`ClientStateError` without a listener or once closed; a second call
+        does nothing. Unknown topics are retried at every rebalance.
+        """
+        if self._closed:
+            raise client_errors.ClientStateError("the consumer is closed")
+        if self._core is not None:
+            return
+        if self._listener is None and self._orderly_listener is None:
+            raise client_errors.ClientStateError("register a listener before start()")
+        if self.clustering:
+            topic = retry_topic(self.group)
+            self._subscriptions[topic] = parse_subscription(topic, "*", _now_ms())
+        core = self._core = ConsumerCore(
+            self.group,
+            self.namesrv_addrs,
+            self.client_id,
+            request_timeout=self.request_timeout,
+            handler=self,
+        )
+        store: OffsetStore = (
+            RemoteOffsetStore(core) if self.clustering else LocalFileOffsetStore(self.offset_file)
+        )
+        await store.load()
+        self._store = store
+        self._service = self._make_service(store)
+        self._service.start()
+        await self._refresh_routes()
+        await self._heartbeat()
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._rebalance_loop()),
+            loop.create_task(self._every(self.persist_interval, self._persist)),
+            loop.create_task(self._every(self.heartbeat_interval, self._maintain)),
+        ]
+        if self.orderly and self.clustering:
+            self._tasks.append(loop.create_task(self._every(self.lock_interval, self._lock_all)))
+
+    def _make_service(self, store: OffsetStore) -> ConcurrentConsumeService | OrderlyConsumeService:
+        if self._orderly_listener is not None:
+            return OrderlyConsumeService(
+                self._orderly_listener,
+                store,
+                self._send_back,
+                self._may_consume_orderly,
+                clustering=self.clustering,
+                concurrency=self.consume_concurrency,
+                batch_size=self.consume_batch_size,
+                suspend_seconds=self.suspend_current_queue_time,
+                max_reconsume_times=self.max_reconsume_times,
+            )
+        assert self._listener is not None
+        return ConcurrentConsumeService(
+            self._listener,
+            store,
+            self._send_back,
+            clustering=self.clustering,
+            concurrency=self.consume_concurrency,
+            batch_size=self.consume_batch_size,
+            reconsume_delay=self.reconsume_delay,
+        )
+
+    async def close(self) -> None:
+        """Stop pulling, let running listeners finish (up to ``shutdown_timeout``), persist
+        offsets, unlock queues, unregister, and close every connection."""
+        if self._closed:
+            return
+        self._closed = True
+        core, store, service = self._core, self._store, self._service
+        tasks, self._tasks = self._tasks, []
+        await _cancel(*tasks, *self._side_tasks)
+        await _cancel(*(owned.pull_task for owned in self._owned.values()))
+        if core is None or store is None or service is None:
+            return
+        try:
+            await service.close(self.shutdown_timeout)
+            try:
+                await store.persist(self._owned)
+            except errors.RocketKubeError as exc:
+                log.warning("final persist of %s offsets failed: %s", self.group, exc)
+            for owned in self._owned.values():
+                owned.process_queue.dropped = True
+            if self.orderly and self.clustering:
+                await self._unlock(list(self._owned))
+            await core.unregister()
+        finally:
+            self._owned.clear()
+            self._core = None
+            await core.close()
+
+    def _started(self) -> tuple[ConsumerCore, OffsetStore]:
+        if self._core is None or self._store is None:
+            raise client_errors.ClientStateError("the consumer is not running")
+        return self._core, self._store
+
+    # -- background --------------------------------------------------------------------------
+
+    async def _every(self, interval: float, job: Callable[[], Awaitable[None]]) -> None:
+        # Loops test ``_closed`` too: Python 3.11's wait_for can swallow a cancellation.
+        while not self._closed:
+            await asyncio.sleep(interval)
+            try:
+                await job()
+            except errors.RocketKubeError as exc:
+                log.warning("%s: %s", getattr(job, "__name__", job), exc)
+
+    async def _rebalance_loop(self) -> None:
+        while not self._closed:
+            self._rebalance_wanted.clear()
+            try:
+                await self._rebalance()
+            except errors.RocketKubeError as exc:
+                log.warning("rebalance of %s failed: %s", self.group, exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._rebalance_wanted.wait(), self.rebalance_interval)
+
+    async def _persist(self) -> None:
+        _, store = self._started()
+        await store.persist(self._owned)
+
+    async def _maintain(self) -> None:
+        await self._refresh_routes()
+        await self._heartbeat()
+
+    async def _refresh_routes(self) -> None:
+        core, _ = self._started()
+        for topic in list(self._subscriptions):
+            try:
+                await core.fetch_route(topic)
+            except errors.RocketKubeError as exc:
+                log.warning("route of %s: %s", topic, exc)
+
+    async def _heartbeat(self) -> None:
+        core, _ = self._started()
+        await core.heartbeat(
+            ConsumerData(
+                group_name=self.group,
+                consume_type=ConsumeType.CONSUME_PASSIVELY,
+                message_model=self.message_model,
+                consume_from_where=FROM_WHERE[self.consume_from],
+                subscriptions=list(self._subscriptions.values()),
+            )
+        )
+
+    # -- rebalance ---------------------------------------------------------------------------
+
+    async def _rebalance(self) -> None:
+        """Take this consumer's share of every subscribed topic's queues."""
+        core, _ = self._started()
+        async with self._rebalance_lock:
+            for topic in list(self._subscriptions):
+                try:
+                    all_queues = await core.readable_queues(topic)
+                except client_errors.RouteNotFoundError:
+                    log.debug("rebalance of %s: no route for %s yet", self.group, topic)
+                    continue
+                if self.clustering:
+                    cids = await core.consumer_ids(topic)
+                    if not cids:
+                        continue
+                    mine = set(self.allocate(self.group, self.client_id, all_queues, cids))
+                else:
+                    mine = set(all_queues)
+                await self._update_topic(topic, mine)
+
+    async def _update_topic(self, topic: str, mine: set[MessageQueue]) -> None:
+        for queue in [q for q in self._owned if q.topic == topic and q not in mine]:
+            log.info("%s: dropping %s", self.client_id, queue)
+            await self._drop(queue, persist=True)
+            if self.orderly and self.clustering:
+                await self._unlock([queue])
+        for queue in sorted(mine - set(self._owned)):
+            try:
+                await self._take(queue)
+            except errors.RocketKubeError as exc:
+                log.warning("%s: cannot start %s yet: %s", self.client_id, queue, exc)
+
+    async def _take(self, queue: MessageQueue, offset: int | None = None) -> None:
+        """Own ``queue``: lock it (orderly), find its first offset, start its pull loop."""
+        core, store = self._started()
+        pq = ProcessQueue()
+        if self.orderly and self.clustering:
+            if queue not in await self._lock([queue]):
+                return
+            pq.locked, pq.last_lock_time = True, time.monotonic()
+        if offset is None:
+            store.remove(queue)
+            committed = await store.read_stored(queue)
+            offset = await core.first_offset(
+                queue, committed, self.consume_from, self.consume_timestamp_ms
+            )
+        store.update(queue, offset)
+        log.info("%s: consuming %s from offset %d", self.client_id, queue, offset)
+        task = asyncio.get_running_loop().create_task(self._pull_loop(queue, pq, offset))
+        self._owned[queue] = _Owned(pq, task)
+
+    async def _drop(self, queue: MessageQueue, *, persist: bool) -> None:
+        """Stop owning ``queue``: its pull loop ends and late results are ignored."""
+        owned = self._owned.pop(queue, None)
+        if owned is None:
+            return
+        owned.process_queue.dropped = True
+        await _cancel(owned.pull_task)
+        if isinstance(self._service, OrderlyConsumeService):
+            await self._service.stop_queue(queue, self.shutdown_timeout)
+        _, store = self._started()
+        if persist:
+            try:
+                await store.persist([queue])
+            except errors.RocketKubeError as exc:
+                log.warning("persisting %s on drop failed: %s", queue, exc)
+        store.remove(queue)
+
+    # -- pulling -----------------------------------------------------------------------------
+
+    async def _pull_loop(self, queue: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        core, store = self._started()
+        service = self._service
+        assert service is not None
+        subscription = self._subscriptions.get(queue.topic) or parse_subscription(queue.topic, "*")
+        size_limit = self.pull_threshold_size_for_queue_mib * _MIB
+        while not pq.dropped and not self._closed:
+            room = self.pull_threshold_for_queue - pq.count
+            if room <= 0 or pq.size_bytes >= size_limit:
+                await asyncio.sleep(_FLOW_CONTROL_DELAY)
+                continue
+            if self.orderly and self.clustering and not pq.locked:
+                await asyncio.sleep(_LOCK_RETRY_DELAY)
+                continue
+            committed = store.read(queue) if self.clustering else None
+            try:
+                result = await core.pull(
+                    queue,
+                    offset,
+                    subscription,
+                    max_nums=min(self.pull_batch_size, room),
+                    suspend=self.suspend_timeout,
+                    commit_offset=committed if committed else None,
+                )
+            except errors.RocketKubeError as exc:
+                log.warning("pull of %s failed: %s", queue, exc)
+                await asyncio.sleep(self.pull_error_delay)
+                continue
+            if pq.dropped or self._closed:
+                return
+            if result.code == ResponseCode.PULL_OFFSET_MOVED:
+                log.warning("%s: offset %d moved to %d", queue, offset, result.next_begin_offset)
+                store.update(queue, result.next_begin_offset)
+            offset = result.next_begin_offset
+            added = pq.add(self._restore_topics(result.messages))
+            if added:
+                service.submit(queue, pq, added)
+            elif pq.count == 0:
+                # Nothing held and the broker skipped filtered messages: move past them.
+                store.update(queue, offset, increase_only=True)
+
+    def _restore_topics(self, messages: list[MessageExt]) -> list[MessageExt]:
+        """Retried messages get back the topic they were first sent to (``RETRY_TOPIC``)."""
+        group_retry = retry_topic(self.group)
+        for message in messages:
+            original = message.properties.get(props.PropertyName.RETRY_TOPIC)
+            if original and message.topic == group_retry:
+                message.topic = original
+        return messages
+
+    async def _send_back(self, message: MessageExt, queue: MessageQueue, delay_level: int) -> bool:
+        core, _ = self._started()
+        return await send_back(
+            core,
+            message,
+            queue,
+            delay_level=delay_level,
+            max_reconsume_times=self.max_reconsume_times,
+        )
+
+    # -- orderly locks -----------------------------------------------------------------------
+
+    def _may_consume_orderly(self, pq: ProcessQueue) -> bool:
+        if not self.clustering:
+            return True
+        return pq.locked and time.monotonic() - pq.last_lock_time < 2 * self.lock_interval + 10
+
+    async def _lock_all(self) -> None:
+        """Renew the locks of every owned queue; a queue not granted stops consuming."""
+        locked = await self._lock(list(self._owned))
+        now = time.monotonic()
+        for queue, owned in list(self._owned.items()):
+            pq = owned.process_queue
+            pq.locked = queue in locked
+            if pq.locked:
+                pq.last_lock_time = now
+
+    async def _lock(self, queues: Iterable[MessageQueue]) -> set[MessageQueue]:
+        """LOCK_BATCH_MQ (41) per broker; the queues granted to this client."""
+        granted: set[MessageQueue] = set()
+        for name, batch in _by_broker(queues).items():
+            response = await self._lock_request(RequestCode.LOCK_BATCH_MQ, name, batch)
+            if response is None:
+                continue
+            if response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                if not self._locks_unsupported:
+                    log.warning("broker %s does not lock queues: order holds per consumer", name)
+                    self._locks_unsupported = True
+                granted.update(batch)
+                continue
+            body = LockBatchResponseBody.decode(response.body_bytes())
+            granted.update(
+                MessageQueue(q.topic, q.broker_name, q.queue_id) for q in body.lock_ok_mq_set
+            )
+        return granted
+
+    async def _unlock(self, queues: Iterable[MessageQueue]) -> None:
+        """UNLOCK_BATCH_MQ (42) per broker, best effort."""
+        for name, batch in _by_broker(queues).items():
+            await self._lock_request(RequestCode.UNLOCK_BATCH_MQ, name, batch)
+
+    async def _lock_request(
+        self, code: int, name: str, queues: list[MessageQueue]
+    ) -> RemotingCommand | None:
+        core, _ = self._started()
+        body = LockBatchRequestBody(
+            self.group,
+            self.client_id,
+            frozenset(
+                admin_bodies.MessageQueue(q.topic, q.broker_name, q.queue_id) for q in queues
+            ),
+        )
+        try:
+            return await core.call(
+                queues[0],
+                code,
+                body=body.encode(),
+                accept={ResponseCode.REQUEST_CODE_NOT_SUPPORTED},
+            )
+        except errors.RocketKubeError as exc:
+            log.warning("%s to %s failed: %s", code, name, exc)
+            return None
+
+    # -- requests from brokers ---------------------------------------------------------------
+
+    def handle(self, conn: Connection, request: RemotingCommand) -> Reply:
+        """Serve what brokers ask this consumer on its own connections."""
+        if request.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
+            self._rebalance_wanted.set()
+            return None
+        if request.code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET:
+            header = ResetOffsetRequestHeader.decode(request.ext_fields)
+            table = ResetOffsetBody.decode(request.body_bytes()).offset_table
+            if header.group == self.group and not self._closed:
+                offsets = {
+                    MessageQueue(q.topic, q.broker_name, q.queue_id): offset
+                    for q, offset in table.items()
+                }
+                task = asyncio.get_running_loop().create_task(self._reset_offsets(offsets))
+                self._side_tasks.add(task)
+                task.add_done_callback(self._side_tasks.discard)
+            return RemotingCommand.response()
+        return RemotingCommand.response(
+            ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {request.code} not supported"
+        )
+
+    async def _reset_offsets(self, offsets: dict[MessageQueue, int]) -> None:
+        """Restart every listed queue this consumer owns from its new offset."""
+        _, store = self._started()
+        async with self._rebalance_lock:
+            for queue, offset in sorted(offsets.items()):
+                if queue not in self._owned:
+                    continue
+                await self._drop(queue, persist=False)
+                store.update(queue, offset)
+                try:
+                    await store.persist([queue])
+                    await self._take(queue, offset)
+                except errors.RocketKubeError as exc:
+                    log.warning("reset of %s to %d failed: %s", queue, offset, exc)
+        log.info("%s: reset %d queue(s)", self.client_id, len(offsets))
+
+
+def _by_broker(queues: Iterable[MessageQueue]) -> dict[str, list[MessageQueue]]:
+    out: dict[str, list[MessageQueue]] = {}
+    for queue in sorted(queues):
+        out.setdefault(queue.broker_name, []).append(queue)
+    return out
+
+
+async def _cancel(*tasks: asyncio.Task[None], timeout: float = 10.0) -> None:
+    """Cancel ``tasks`` and wait for them, at most ``timeout`` seconds."""
+    for task in tasks:
+        task.cancel()
+    if not tasks:
+        return
+    done, pending = await asyncio.wait(tasks, timeout=timeout)
+    for task in done:
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("task %s failed: %r", task.get_name(), task.exception())
+    for task in pending:
+        log.warning("task %s did not stop within %.0f s", task.get_name(), timeout)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
