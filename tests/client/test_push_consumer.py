@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from rocketkube.broker.app import BrokerApp
+from rocketkube.client.admin import AdminClient
 from rocketkube.client.consumer_core import ConsumerCore
 from rocketkube.client.errors import ClientStateError
 from rocketkube.client.listener import ConsumeContext, ConsumeOrderlyStatus, ConsumeStatus
@@ -293,6 +294,57 @@ async def test_reconsume_later_redelivers_through_the_retry_topic(
         assert again.topic == topic
         assert again.reconsume_times >= 1
         assert again.body == seen[msg_id][0].body
+
+
+async def test_failed_send_back_falls_back_to_a_retry_send(
+    namesrv: NamesrvApp,
+    start_broker: StartBroker,
+    names: tuple[str, str],
+    producer: Producer,
+    tmp_path: Path,
+) -> None:
+    topic, group = names
+    await start_broker(message_delay_level=FAST_DELAYS)
+    (msg_id,) = await _send(producer, topic, ["fallback"])
+    seen: list[MessageExt] = []
+
+    def listener(messages: list[MessageExt], context: ConsumeContext) -> ConsumeStatus:
+        seen.extend(messages)
+        if len(seen) == 1:
+            messages[0].commit_log_offset = 1 << 40  # the broker cannot find it: 36 fails
+            return ConsumeStatus.RECONSUME_LATER
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = _consumer(namesrv, group, tmp_path, consume_from="first")
+    consumer.register_listener(listener)
+    await consumer.subscribe(topic)
+    async with consumer:
+        await _until(lambda: len(seen) >= 2, "the message again, through %RETRY%")
+    again = seen[1]
+    assert (again.client_msg_id, again.topic, again.body) == (msg_id, topic, b"fallback")
+    assert again.reconsume_times == 1
+    assert again.properties["RETRY_TOPIC"] == topic
+
+
+async def test_reset_offset_restarts_the_queues(
+    namesrv: NamesrvApp,
+    create_topic: CreateTopic,
+    names: tuple[str, str],
+    producer: Producer,
+    tmp_path: Path,
+) -> None:
+    topic, group = names
+    await create_topic(topic, 2)
+    sent = set(await _send(producer, topic, [f"s{i}" for i in range(6)]))
+    received = Received()
+    consumer = _consumer(namesrv, group, tmp_path)
+    consumer.register_listener(received)
+    await consumer.subscribe(topic)
+    async with consumer, AdminClient(namesrv.address, timeout=10.0) as admin:
+        await _until(lambda: sent <= set(received.by_id), "every message once")
+        table = await admin.reset_offset_by_timestamp(topic, group, 0)
+        assert set(table.values()) == {0}
+        await _until(lambda: all(len(received.by_id[i]) >= 2 for i in sent), "every message again")
 
 
 async def test_orderly_listener_sees_each_queue_in_order(

@@ -17,7 +17,6 @@ import random
 import time
 from typing import Final
 
-from rocketkube.client import errors as client_errors
 from rocketkube.client import routing
 from rocketkube.client.consumer_core import ConsumerCore, retry_topic
 from rocketkube.client.routing import MessageQueue
@@ -61,21 +60,25 @@ async def send_back(
     except errors.RocketKubeError as exc:
         log.info("send-back of %s failed (%s), re-sending it", message.client_msg_id, exc)
     try:
-        await _resend(core, message, max_reconsume_times)
+        await _resend(core, message, queue, max_reconsume_times)
         return True
     except errors.RocketKubeError as exc:
         log.warning("re-send of %s to the retry topic failed: %s", message.client_msg_id, exc)
         return False
 
 
-async def _resend(core: ConsumerCore, message: MessageExt, max_reconsume_times: int) -> None:
-    """Java's fallback: a delayed copy of ``message`` sent to ``%RETRY%<group>``."""
+async def _resend(
+    core: ConsumerCore, message: MessageExt, queue: MessageQueue, max_reconsume_times: int
+) -> None:
+    """Java's fallback: a delayed copy of ``message`` sent to ``%RETRY%<group>``.
+
+    Until the name servers route the retry topic (its brokers create it on the group's
+    first heartbeat), the copy goes to queue 0 on the broker the message came from.
+    """
     topic = retry_topic(core.group)
     route = await core.fetch_route(topic)
     queues = routing.writable_queues(topic, route) if route is not None else []
-    if not queues:
-        raise client_errors.RouteNotFoundError(f"no route to send to {topic!r}")
-    target = random.choice(queues)
+    target = random.choice(queues) if queues else MessageQueue(topic, queue.broker_name, 0)
     properties = dict(message.properties)
     properties[props.PropertyName.RETRY_TOPIC] = message.topic
     if not properties.get(props.PropertyName.ORIGIN_MESSAGE_ID):
