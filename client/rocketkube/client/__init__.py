@@ -11,7 +11,7 @@ Errors: :class:`MQClientError` and its subclasses (see :mod:`rocketkube.client.e
 plus the transport errors of :mod:`rocketkube.common.errors`, re-exported here.
 """
 
-from rocketkube.client.admin import AdminClient
+from rocketkube.client.admin import AdminClient, PullResult, PullStatus
 from rocketkube.client.errors import (
     BrokerBusyError,
     ClientStateError,
@@ -36,6 +36,12 @@ from rocketkube.client.producer import (
     select_by_hash,
 )
 from rocketkube.client.routing import MessageQueue, select_queue
+from rocketkube.client.transaction import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionProducer,
+    TransactionSendResult,
+)
 from rocketkube.common.errors import (
     ConnectionClosedError,
     RemotingConnectError,
@@ -52,6 +58,7 @@ __all__ = [
     "ConnectionClosedError",
     "ConsumeFrom",
     "LitePullConsumer",
+    "LocalTransactionState",
     "MQBrokerError",
     "MQClientError",
     "Message",
@@ -61,6 +68,8 @@ __all__ = [
     "MessageValidationError",
     "NoPermissionError",
     "Producer",
+    "PullResult",
+    "PullStatus",
     "RemotingConnectError",
     "RemotingError",
     "RemotingTimeoutError",
@@ -72,6 +81,9 @@ __all__ = [
     "SendStatus",
     "ServiceNotAvailableError",
     "TopicNotExistError",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
     "for_code",
     "select_by_hash",
     "select_queue",
