@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from rocketkube.broker.app import BrokerApp
+from rocketkube.client import queue_locks
 from rocketkube.client.admin import AdminClient
 from rocketkube.client.consumer_core import ConsumerCore
 from rocketkube.client.errors import ClientStateError
@@ -457,3 +458,23 @@ async def test_lifecycle_errors(namesrv: NamesrvApp, tmp_path: Path) -> None:
     await consumer.close()
     with pytest.raises(ClientStateError, match="closed"):
         await consumer.start()
+
+
+async def test_queue_locks_have_one_owner(
+    namesrv: NamesrvApp, create_topic: CreateTopic, names: tuple[str, str]
+) -> None:
+    topic, group = names
+    await create_topic(topic, 2)
+    a = ConsumerCore(group, [namesrv.address], "127.0.0.1@a", request_timeout=10.0)
+    b = ConsumerCore(group, [namesrv.address], "127.0.0.1@b", request_timeout=10.0)
+    try:
+        q0, q1 = await a.readable_queues(topic)
+        await b.readable_queues(topic)
+        assert await queue_locks.lock(a, [q0]) == {q0}
+        assert await queue_locks.lock(a, [q0]) == {q0}  # the owner renews
+        assert await queue_locks.lock(b, [q0, q1]) == {q1}
+        await queue_locks.unlock(a, [q0])
+        assert await queue_locks.lock(b, [q0]) == {q0}
+    finally:
+        await a.close()
+        await b.close()

@@ -19,8 +19,8 @@ which a consume service (:mod:`.consume_service`) calls the listener. The pieces
   piggy-backed on pulls), in a local file in broadcasting (``offset_store_dir``).
 - **Orderly** listeners (clustering) consume a queue only while this client holds its
   broker lock: LOCK_BATCH_MQ (41) when a queue is gained and every ``lock_interval``,
-  UNLOCK_BATCH_MQ (42) when it is dropped. A broker that does not know code 41 is warned
-  about once and treated as granting every lock (order then holds within one consumer).
+  UNLOCK_BATCH_MQ (42) when it is dropped (:mod:`.queue_locks`; a broker that does not
+  know code 41 is treated as granting every lock: order then holds within one consumer).
 - **Broker requests**: NOTIFY_CONSUMER_IDS_CHANGED (40) and RESET_CONSUMER_CLIENT_OFFSET
   (220: the listed queues restart from the given offsets).
 - HEART_BEAT (34) to every broker of the subscribed topics every ``heartbeat_interval``;
@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Final
 
 from rocketkube.client import errors as client_errors
+from rocketkube.client import queue_locks
 from rocketkube.client.allocation import AllocateStrategy, allocate_averagely
 from rocketkube.client.consume_service import ConcurrentConsumeService, OrderlyConsumeService
 from rocketkube.client.consumer_core import (
@@ -58,10 +59,7 @@ from rocketkube.client.send_back import send_back
 from rocketkube.common import errors
 from rocketkube.common.message import properties as props
 from rocketkube.common.message.model import MessageExt
-from rocketkube.common.protocol import admin_bodies
 from rocketkube.common.protocol.consumer_headers import (
-    LockBatchRequestBody,
-    LockBatchResponseBody,
     ResetOffsetBody,
     ResetOffsetRequestHeader,
 )
@@ -184,7 +182,6 @@ class PushConsumer(AsyncLifecycle):
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._rebalance_wanted = asyncio.Event()
         self._rebalance_lock = asyncio.Lock()
-        self._locks_unsupported = False
         self._closed = False
 
     # -- configuration -----------------------------------------------------------------------
@@ -521,50 +518,12 @@ class PushConsumer(AsyncLifecycle):
                 pq.last_lock_time = now
 
     async def _lock(self, queues: Iterable[MessageQueue]) -> set[MessageQueue]:
-        """LOCK_BATCH_MQ (41) per broker; the queues granted to this client."""
-        granted: set[MessageQueue] = set()
-        for name, batch in _by_broker(queues).items():
-            response = await self._lock_request(RequestCode.LOCK_BATCH_MQ, name, batch)
-            if response is None:
-                continue
-            if response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
-                if not self._locks_unsupported:
-                    log.warning("broker %s does not lock queues: order holds per consumer", name)
-                    self._locks_unsupported = True
-                granted.update(batch)
-                continue
-            body = LockBatchResponseBody.decode(response.body_bytes())
-            granted.update(
-                MessageQueue(q.topic, q.broker_name, q.queue_id) for q in body.lock_ok_mq_set
-            )
-        return granted
+        core, _ = self._started()
+        return await queue_locks.lock(core, queues)
 
     async def _unlock(self, queues: Iterable[MessageQueue]) -> None:
-        """UNLOCK_BATCH_MQ (42) per broker, best effort."""
-        for name, batch in _by_broker(queues).items():
-            await self._lock_request(RequestCode.UNLOCK_BATCH_MQ, name, batch)
-
-    async def _lock_request(
-        self, code: int, name: str, queues: list[MessageQueue]
-    ) -> RemotingCommand | None:
         core, _ = self._started()
-        body = LockBatchRequestBody(
-            self.group,
-            self.client_id,
-            frozenset(
-                admin_bodies.MessageQueue(q.topic, q.broker_name, q.queue_id) for q in queues
-            ),
-        )
-        try:
-            return await core.call(
-                queues[0],
-                code,
-                body=body.encode(),
-                accept={ResponseCode.REQUEST_CODE_NOT_SUPPORTED},
-            )
-        except errors.RocketKubeError as exc:
-            log.warning("%s to %s failed: %s", code, name, exc)
-            return None
+        await queue_locks.unlock(core, queues)
 
     # -- requests from brokers ---------------------------------------------------------------
 
@@ -604,13 +563,6 @@ class PushConsumer(AsyncLifecycle):
                 except errors.RocketKubeError as exc:
                     log.warning("reset of %s to %d failed: %s", queue, offset, exc)
         log.info("%s: reset %d queue(s)", self.client_id, len(offsets))
-
-
-def _by_broker(queues: Iterable[MessageQueue]) -> dict[str, list[MessageQueue]]:
-    out: dict[str, list[MessageQueue]] = {}
-    for queue in sorted(queues):
-        out.setdefault(queue.broker_name, []).append(queue)
-    return out
 
 
 async def _cancel(*tasks: asyncio.Task[None], timeout: float = 10.0) -> None:
