@@ -188,10 +188,12 @@ class PushConsumer(AsyncLifecycle):
 
     @property
     def clustering(self) -> bool:
+        """Whether the group shares the queues (offsets on the brokers), not broadcasting."""
         return self.message_model == MessageModel.CLUSTERING
 
     @property
     def orderly(self) -> bool:
+        """Whether an orderly listener is registered (queues consumed serially, locked)."""
         return self._orderly_listener is not None
 
     def register_listener(self, listener: MessageListener) -> None:
