@@ -10,8 +10,9 @@ requests (100-byte bodies, Java-like properties: UNIQ_KEY, WAIT, TAGS) in window
 - ``raw``:       pre-encoded frames written by a minimal client (server-side cost dominates)
 - ``remoting``:  the project's RemotingClient ``invoke`` (client and server share the CPU)
 
-Each reports the mean and the median window: the machines stall for whole seconds at
-times. ``--profile`` runs cProfile (CPU time) around the ``raw`` run.
+Each reports the mean and the median window, and the process CPU time per send (median
+window): the machines stall for whole seconds at times and are shared, so CPU time says
+more about the code than wall time. ``--profile`` runs cProfile (CPU time) around ``raw``.
 Machines of this kind vary 3-5x from day to day: compare ratios within one run.
 """
 
@@ -108,13 +109,22 @@ class Windows:
     def __init__(self, name: str) -> None:
         self.name = name
         self.per_send_us: list[float] = []
+        self.cpu_us: list[float] = []
         self.count = 0
         self.seconds = 0.0
+        self._cpu_started = 0.0
+
+    def start(self) -> float:
+        """Mark the start of a window; returns the wall-clock start."""
+        self._cpu_started = time.process_time()
+        return time.perf_counter()
 
     def add(self, count: int, seconds: float) -> None:
+        cpu = time.process_time() - self._cpu_started
         self.count += count
         self.seconds += seconds
         self.per_send_us.append(seconds / count * 1e6)
+        self.cpu_us.append(cpu / count * 1e6)
 
     def report(self) -> None:
         times = sorted(self.per_send_us)
@@ -122,7 +132,9 @@ class Windows:
         print(
             f"{self.name:>14}: {self.count} sends, mean {self.count / self.seconds:>8,.0f}/s,"
             f" median window {1e6 / median:>8,.0f}/s ({median:.1f} us/send,"
-            f" best {times[0]:.1f}, worst {times[-1]:.0f})"
+            f" best {times[0]:.1f}, worst {times[-1]:.0f});"
+            f" CPU median {statistics.median(self.cpu_us):.1f} us/send,"
+            f" best {min(self.cpu_us):.1f}, mean {statistics.fmean(self.cpu_us):.1f}"
         )
 
 
@@ -143,7 +155,7 @@ def bench_direct(ctx: BrokerContext, count: int, window: int, *, stub_store: boo
     try:
         for at in range(0, count, window):
             chunk = requests[at : at + window]
-            started = time.perf_counter()
+            started = timings.start()
             for req in chunk:
                 handler(peer, req)
             timings.add(len(chunk), time.perf_counter() - started)
@@ -192,7 +204,7 @@ async def bench_raw(address: tuple[str, int], count: int, window: int, start: in
     timings = Windows("raw")
     for at in range(0, count, window):
         chunk = frames[at : at + window]
-        started = time.perf_counter()
+        started = timings.start()
         await client.window(chunk)
         timings.add(len(chunk), time.perf_counter() - started)
     transport.close()
@@ -207,7 +219,7 @@ async def bench_remoting(address: str, count: int, window: int, start: int) -> W
     timings = Windows("remoting")
     for at in range(0, count, window):
         chunk = requests[at : at + window]
-        started = time.perf_counter()
+        started = timings.start()
         replies = await asyncio.gather(*(client.invoke(address, r) for r in chunk))
         timings.add(len(chunk), time.perf_counter() - started)
         assert all(r.code == 0 for r in replies)
@@ -229,6 +241,9 @@ async def main(args: argparse.Namespace) -> None:
         if not args.sync:
             bench_direct(ctx, args.count, args.window, stub_store=True)
             bench_direct(ctx, args.count, args.window, stub_store=False)
+        if args.direct_only:
+            await ctx.store.shutdown()
+            return
         server = RemotingServer(Dispatcher(send.table(ctx)), "127.0.0.1", 0)
         await server.start()
         address = ("127.0.0.1", server.port)
@@ -274,4 +289,5 @@ if __name__ == "__main__":
     parser.add_argument("--uvloop", action="store_true")
     parser.add_argument("--profile", action="store_true", help="cProfile the raw run")
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--direct-only", action="store_true", help="skip the socket runs")
     run(parser.parse_args())

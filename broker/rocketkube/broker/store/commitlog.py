@@ -92,6 +92,8 @@ class CommitLog:
         self.max_body_size = config.max_message_size
         self.store_host = store_host
         self.host_hex = store_host.hex().upper()
+        self._fixed_size = record.record_size(0, 0, 0, 0, len(store_host))
+        """A record's size without its born host, body, topic and properties."""
         self.queue_offsets: dict[tuple[str, int], int] = {}
         """Next queue offset of each (topic, queueId)."""
         self.flushed_offset = 0
@@ -132,7 +134,7 @@ class CommitLog:
         """Total size of the records, or ``(-status-code, error)`` when one is illegal."""
         topics = self._topics
         max_body = self.max_body_size
-        fixed = record.record_size(0, 0, 0, 0, len(self.store_host))
+        fixed = self._fixed_size
         total = 0
         for message in messages:
             topic = topics.get(message.topic) or self._topic_bytes(message.topic)

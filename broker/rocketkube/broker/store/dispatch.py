@@ -72,6 +72,7 @@ class Dispatcher:
         self._index = index_service
         self._delays = config.delay_levels_ms()
         self._tags: dict[bytes, int] = {}
+        self._seeds: dict[str, int] = {}
         self.listeners: list[model.ArrivalListener] = []
 
     # -- codes -----------------------------------------------------------------------------
@@ -97,62 +98,75 @@ class Dispatcher:
             code = self._tags[tags] = hashing.tags_code(tags.decode("utf-8", "replace"))
         return code
 
-    def _index_keys(self, topic: str, properties: bytes, phys: int, store_ts: int) -> None:
-        service = self._index
-        assert service is not None
+    def _index_keys(self, topic: str, properties: bytes, phys: int, store_ts: int,
+                    out: list[tuple[int, int, int]]) -> None:  # fmt: skip
+        """Append the index entries of one record to ``out`` (added in bulk by the caller)."""
         uniq = property_value(properties, _UNIQ_KEY)
-        keys = property_value(properties, _KEYS)
+        keys = property_value(properties, _KEYS) if _KEYS in properties else None
         if uniq is None and keys is None:
             return
-        seed = service.seed(topic)
+        seed = self._seeds.get(topic)
+        if seed is None:
+            if len(self._seeds) > 100_000:
+                self._seeds.clear()
+            seed = self._seeds[topic] = index.topic_seed(topic)
         if uniq is not None:
-            service.add(zlib.crc32(uniq, seed) & _INT_MAX, phys, store_ts)
+            out.append((zlib.crc32(uniq, seed) & _INT_MAX, phys, store_ts))
         if keys is not None:
             for key in keys.split(b" "):
                 if key:
-                    service.add(zlib.crc32(key, seed) & _INT_MAX, phys, store_ts)
+                    out.append((zlib.crc32(key, seed) & _INT_MAX, phys, store_ts))
 
     # -- dispatch --------------------------------------------------------------------------
 
     def dispatch_appended(
         self, messages: Sequence[model.InnerMessage], results: Sequence[model.AppendResult]
     ) -> None:
-        """Dispatch a just-appended batch, then notify the arrival listeners."""
+        """Dispatch a just-appended batch, then notify the arrival listeners.
+
+        Index entries of the whole batch are collected first and added in one call (one
+        header update per batch)."""
         queues = self._queues
-        indexing = self._index is not None
-        arrived: dict[tuple[str, int], list[int]] = {}
+        keyed: list[tuple[int, int, int]] | None = [] if self._index is not None else None
+        arrived: dict[tuple[str, int], tuple[consume_queue.ConsumeQueue, list[int]]] = {}
         queue: consume_queue.ConsumeQueue | None = None
         codes: list[int] = []
         last_key: tuple[str, int] | None = None
+        tags_code = self.tags_code
         for message, result in zip(messages, results, strict=True):
+            topic = message.topic
             tx = message.sys_flag & _TX_MASK
             properties = message.properties
-            if tx not in (_PREPARED, _ROLLBACK):
-                key = (message.topic, message.queue_id)
+            if tx != _PREPARED and tx != _ROLLBACK:
+                key = (topic, message.queue_id)
                 if key != last_key:
-                    queue = queues.find_or_create(message.topic, message.queue_id)
-                    codes = arrived.setdefault(key, [])
+                    found = arrived.get(key)
+                    if found is None:
+                        queue = queues.find_or_create(topic, message.queue_id)
+                        codes = []
+                        arrived[key] = (queue, codes)
+                    else:
+                        queue, codes = found
                     last_key = key
                 assert queue is not None
-                code = self.tags_code(message.topic, properties, result.store_timestamp)
+                code = tags_code(topic, properties, result.store_timestamp)
                 queue.put(result.queue_offset, result.physical_offset, result.size, code)
                 codes.append(code)
-            if indexing and tx != _ROLLBACK:
+            if keyed is not None and tx != _ROLLBACK:
                 self._index_keys(
-                    message.topic, properties, result.physical_offset, result.store_timestamp
+                    topic, properties, result.physical_offset, result.store_timestamp, keyed
                 )
-        if indexing:
+        if keyed:
             assert self._index is not None
-            self._index.write_header()
+            self._index.add_many(keyed)
         if self.listeners and arrived:
             self._notify(arrived)
 
-    def _notify(self, arrived: dict[tuple[str, int], list[int]]) -> None:
-        for (topic, queue_id), codes in arrived.items():
-            found = self._queues.find(topic, queue_id)
-            if found is None:
-                continue
-            max_offset = found.max_offset
+    def _notify(
+        self, arrived: dict[tuple[str, int], tuple[consume_queue.ConsumeQueue, list[int]]]
+    ) -> None:
+        for (topic, queue_id), (queue, codes) in arrived.items():
+            max_offset = queue.max_offset
             for listener in self.listeners:
                 try:
                     listener(topic, queue_id, max_offset, codes)
@@ -167,8 +181,10 @@ class Dispatcher:
             queue = self._queues.find_or_create(meta.topic, meta.queue_id)
             queue.put(meta.queue_offset, meta.physical_offset, meta.size, code)
         if self._index is not None and tx != _ROLLBACK:
+            keyed: list[tuple[int, int, int]] = []
             self._index_keys(meta.topic, meta.properties, meta.physical_offset,
-                             meta.store_timestamp)  # fmt: skip
+                             meta.store_timestamp, keyed)  # fmt: skip
+            self._index.add_many(keyed)
 
     def finish_replay(self) -> None:
         """Publish index headers after a run of :meth:`dispatch_record`."""
