@@ -21,7 +21,7 @@ Decoding never raises anything but :class:`~rocketkube.common.errors.ProtocolErr
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -36,6 +36,7 @@ _BIN_FIXED = struct.Struct(">hbhiii")  # code, language, version, opaque, flag, 
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _LANGUAGE_NAMES = {member.value: member.name for member in codes.LanguageCode}
+_ONLY_STR: Final = frozenset({str})
 
 
 def _coerce_value(value: Any) -> str | None:
@@ -73,15 +74,16 @@ def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
         header = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise errors.ProtocolError(f"JSON header does not parse: {exc}") from None
-    if not isinstance(header, dict):
+    if type(header) is not dict:
         raise errors.ProtocolError("JSON header is not an object")
-    raw_ext = header.get("extFields")
+    get = header.get
+    raw_ext = get("extFields")
     ext: dict[str, str]
     if raw_ext is None:
         ext = {}
-    elif not isinstance(raw_ext, dict):
+    elif type(raw_ext) is not dict:
         raise errors.ProtocolError("JSON header extFields is not an object")
-    elif all(type(value) is str for value in raw_ext.values()):
+    elif not raw_ext or set(map(type, raw_ext.values())) == _ONLY_STR:
         ext = raw_ext  # the common case (Java, Go): already strings, nothing to coerce
     else:
         ext = {}
@@ -89,16 +91,29 @@ def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
             text = _coerce_value(value)
             if text is not None:
                 ext[key] = text
-    remark = header.get("remark")
+    code = get("code")
+    opaque = get("opaque", 0)
+    flag = get("flag", 0)
+    version = get("version", 0)
+    if not (type(code) is int and type(opaque) is int and type(flag) is int
+            and type(version) is int):  # fmt: skip
+        # Off the hot path: names the offending field (bools are not integers).
+        code = _int_field(header, "code", None)
+        opaque = _int_field(header, "opaque", 0)
+        flag = _int_field(header, "flag", 0)
+        version = _int_field(header, "version", 0)
+    language = get("language", "JAVA")
+    remark = get("remark")
     return RemotingCommand(
-        code=_int_field(header, "code", None),
-        opaque=_int_field(header, "opaque", 0),
-        flag=_int_field(header, "flag", 0),
-        language=_language_name(header.get("language", "JAVA")),
-        version=_int_field(header, "version", 0),
-        remark=remark if isinstance(remark, str) else None,
-        ext_fields=ext,
-        serialize_type=codes.SerializeType.JSON,
+        code,
+        opaque,
+        flag,
+        language if type(language) is str else _language_name(language),
+        version,
+        remark if type(remark) is str else None,
+        ext,
+        b"",
+        codes.SerializeType.JSON,
     )
 
 
