@@ -3,9 +3,48 @@ pull latency; gauges (offsets, lag, disk) are collected from live state at scrap
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Iterator
+
 import prometheus_client
+from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.registry import Collector
 
 from rocketkube.common.metrics import LATENCY_BUCKETS
+
+_BOUNDS = (*map(str, LATENCY_BUCKETS), "+Inf")
+
+
+class LatencyHistogram(Collector):
+    """A label-less histogram of seconds over :data:`LATENCY_BUCKETS`, counted in a plain
+    list and turned into a Prometheus family only when scraped.
+
+    prometheus-client's ``Histogram.observe`` takes a lock and walks the buckets in
+    Python: microseconds, paid once per send. Here an observation is one C bisect.
+    Observed on the event loop only.
+    """
+
+    def __init__(
+        self, name: str, documentation: str, registry: prometheus_client.CollectorRegistry
+    ) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._counts = [0] * len(_BOUNDS)
+        self._sum = 0.0
+        registry.register(self)
+
+    def observe(self, seconds: float) -> None:
+        self._counts[bisect.bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        self._sum += seconds
+
+    def collect(self) -> Iterator[HistogramMetricFamily]:
+        cumulative, running = [], 0
+        for bound, count in zip(_BOUNDS, list(self._counts), strict=True):
+            running += count
+            cumulative.append((bound, float(running)))
+        yield HistogramMetricFamily(
+            self._name, self._documentation, buckets=cumulative, sum_value=self._sum
+        )
 
 
 class BrokerStats:
@@ -27,14 +66,16 @@ class BrokerStats:
             "rocketkube_broker_bytes_out", "Record bytes delivered by pulls, by topic and group",
             ["topic", "group"], registry=registry,
         )  # fmt: skip
-        self.send_latency = prometheus_client.Histogram(
-            "rocketkube_broker_send_latency_seconds", "Send request to stored (flushed) reply",
-            buckets=LATENCY_BUCKETS, registry=registry,
-        )  # fmt: skip
-        self.pull_latency = prometheus_client.Histogram(
-            "rocketkube_broker_pull_latency_seconds", "Pull request to response (long polls too)",
-            buckets=LATENCY_BUCKETS, registry=registry,
-        )  # fmt: skip
+        self.send_latency = LatencyHistogram(
+            "rocketkube_broker_send_latency_seconds",
+            "Send request to stored (flushed) reply",
+            registry,
+        )
+        self.pull_latency = LatencyHistogram(
+            "rocketkube_broker_pull_latency_seconds",
+            "Pull request to response (long polls too)",
+            registry,
+        )
         self.put_total = 0
         self.get_total = 0
 
