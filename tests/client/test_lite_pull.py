@@ -290,3 +290,17 @@ async def test_poll_timeout_and_state_errors(namesrv: NamesrvApp, topic: str, gr
         LitePullConsumer(group, consume_from_where="timestamp")
     with pytest.raises(ValueError, match="one of"):
         LitePullConsumer(group, consume_from_where="middle")  # type: ignore[arg-type]
+
+
+async def test_subscribe_to_a_topic_routed_later(
+    namesrv: NamesrvApp, create_topic: CreateTopic, names: tuple[str, str], producer: Producer
+) -> None:
+    topic, group = names
+    async with LitePullConsumer(group, namesrv.address, consume_from_where="first") as consumer:
+        await consumer.subscribe(topic)  # no route yet: not an error
+        assert consumer.assignment() == set()
+        assert await consumer.poll(0.2) == []
+        await create_topic(topic, QUEUES)
+        await _send(producer, topic, ["late"])
+        assert _bodies(await _poll_until(consumer, 1)) == ["late"]
+        assert len(consumer.assignment()) == QUEUES

@@ -25,6 +25,7 @@ RUN_SECONDS = 120.0
 #: What each example must print (a user would see these lines).
 EXPECTED = {
     "producer": ["sent SEND_OK", "async sends: 10"],
+    "consumer": ["received TagA ['order-1'] b'hello rocketkube'"],
     "admin": ["broker broker-a", "queue 0 offsets 0"],
     "sync": ["stored [", "received [b'row 0', b'row 1', b'row 2', b'row 3', b'row 4']"],
 }

@@ -2,16 +2,36 @@
 
 Public API::
 
-    from rocketkube.client import Message, Producer
+    from rocketkube.client import ConsumeStatus, Message, Producer, PushConsumer
 
     async with Producer("my-group", "127.0.0.1:9876") as producer:
         result = await producer.send(Message("MyTopic", b"hello"))
+
+    async def on_messages(messages, context):
+        ...
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer("my-consumer-group", "127.0.0.1:9876")
+    await consumer.subscribe("MyTopic", "TagA || TagB")
+    consumer.register_listener(on_messages)
+    async with consumer:
+        ...
+
+Also :class:`LitePullConsumer` (poll/commit/seek), :class:`TransactionProducer`,
+:class:`AdminClient` (typed admin API) and the blocking facade :mod:`rocketkube.client.sync`.
 
 Errors: :class:`MQClientError` and its subclasses (see :mod:`rocketkube.client.errors`),
 plus the transport errors of :mod:`rocketkube.common.errors`, re-exported here.
 """
 
 from rocketkube.client.admin import AdminClient, PullResult, PullStatus
+from rocketkube.client.allocation import (
+    AllocateByConfig,
+    AllocateStrategy,
+    allocate_averagely,
+    allocate_averagely_by_circle,
+    allocate_by_consistent_hash,
+)
 from rocketkube.client.errors import (
     BrokerBusyError,
     ClientStateError,
@@ -25,6 +45,13 @@ from rocketkube.client.errors import (
     TopicNotExistError,
     for_code,
 )
+from rocketkube.client.listener import (
+    ConsumeContext,
+    ConsumeOrderlyStatus,
+    ConsumeStatus,
+    MessageListener,
+    OrderlyMessageListener,
+)
 from rocketkube.client.lite_pull import ConsumeFrom, LitePullConsumer
 from rocketkube.client.producer import (
     MessageQueueSelector,
@@ -35,6 +62,7 @@ from rocketkube.client.producer import (
     SendStatus,
     select_by_hash,
 )
+from rocketkube.client.push_consumer import MessageModel, PushConsumer
 from rocketkube.client.routing import MessageQueue, select_queue
 from rocketkube.client.transaction import (
     LocalTransactionState,
@@ -49,27 +77,37 @@ from rocketkube.common.errors import (
     RemotingTimeoutError,
     RocketKubeError,
 )
-from rocketkube.common.message.model import Message
+from rocketkube.common.message.model import Message, MessageExt
 
 __all__ = [
     "AdminClient",
+    "AllocateByConfig",
+    "AllocateStrategy",
     "BrokerBusyError",
     "ClientStateError",
     "ConnectionClosedError",
+    "ConsumeContext",
     "ConsumeFrom",
+    "ConsumeOrderlyStatus",
+    "ConsumeStatus",
     "LitePullConsumer",
     "LocalTransactionState",
     "MQBrokerError",
     "MQClientError",
     "Message",
+    "MessageExt",
     "MessageIllegalError",
+    "MessageListener",
+    "MessageModel",
     "MessageQueue",
     "MessageQueueSelector",
     "MessageValidationError",
     "NoPermissionError",
+    "OrderlyMessageListener",
     "Producer",
     "PullResult",
     "PullStatus",
+    "PushConsumer",
     "RemotingConnectError",
     "RemotingError",
     "RemotingTimeoutError",
@@ -84,6 +122,9 @@ __all__ = [
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",
+    "allocate_averagely",
+    "allocate_averagely_by_circle",
+    "allocate_by_consistent_hash",
     "for_code",
     "select_by_hash",
     "select_queue",

@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 
 _HEARTBEAT_INTERVAL: Final = 30.0
 _SUSPEND_GRACE: Final = 0.1
+_UNROUTED_RETRY_SECONDS: Final = 1.0
 
 
 @dataclasses.dataclass(slots=True)
@@ -118,6 +119,8 @@ class LitePullConsumer(AsyncLifecycle):
         self._queues: dict[MessageQueue, _QueueState] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._poll_lock = asyncio.Lock()
+        self._unrouted: dict[str, float] = {}
+        """Subscribed topics without a route yet -> when to ask again (monotonic)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -134,7 +137,7 @@ class LitePullConsumer(AsyncLifecycle):
             self.group, self.namesrv_addrs, self.client_id, request_timeout=self.request_timeout
         )
         for topic in list(self._subscriptions):
-            await self._refresh_topic(topic)
+            await self._route_or_wait(topic)
         await self._heartbeat()
         loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self._maintain()))
@@ -178,15 +181,16 @@ class LitePullConsumer(AsyncLifecycle):
         """Consume every readable queue of ``topic`` whose messages match the tag ``expression``.
 
         ``expression`` is ``"*"`` or ``"TagA || TagB"``. Before :meth:`start` it is only
-        recorded; once started the route is read at once (:class:`RouteNotFoundError` when
-        no name server knows the topic) and the brokers get a heartbeat. Not allowed after
-        :meth:`assign`.
+        recorded; once started the route is read at once and the brokers get a heartbeat.
+        A topic no name server routes yet (a producer is about to create it) is not an
+        error, as in Java: :meth:`poll` asks for its route again, at most once a second,
+        until it appears. Not allowed after :meth:`assign`.
         """
         if self._assigned:
             raise client_errors.ClientStateError("subscribe() after assign() is not allowed")
         self._subscriptions[topic] = parse_subscription(topic, expression, _now_ms())
         if self._core is not None:
-            await self._refresh_topic(topic)
+            await self._route_or_wait(topic)
             await self._heartbeat()
 
     async def assign(self, queues: Iterable[MessageQueue], expression: str = "*") -> None:
@@ -269,6 +273,7 @@ class LitePullConsumer(AsyncLifecycle):
         wait = self.poll_timeout if timeout is None else timeout
         deadline = time.monotonic() + max(wait, 0.0)
         async with self._poll_lock:
+            await self._retry_unrouted()
             found = await self._pull_round(0.0)
             while not found:
                 remaining = deadline - time.monotonic()
@@ -276,6 +281,7 @@ class LitePullConsumer(AsyncLifecycle):
                     break
                 if not self._queues:
                     await asyncio.sleep(min(remaining, 0.1))
+                    await self._retry_unrouted()
                     continue
                 found = await self._pull_round(min(remaining, self.suspend_timeout))
             return found
@@ -365,6 +371,25 @@ class LitePullConsumer(AsyncLifecycle):
         if state is None:
             raise ValueError(f"{queue} is not assigned to this consumer")
         return state
+
+    async def _route_or_wait(self, topic: str) -> None:
+        """Read ``topic``'s route now, or note it for :meth:`_retry_unrouted`."""
+        try:
+            await self._refresh_topic(topic)
+        except client_errors.RouteNotFoundError:
+            log.info("topic %s has no route yet; asking again while polling", topic)
+            self._unrouted[topic] = time.monotonic() + _UNROUTED_RETRY_SECONDS
+        else:
+            self._unrouted.pop(topic, None)
+
+    async def _retry_unrouted(self) -> None:
+        """Ask again for the routes of subscribed topics that had none, once they are due."""
+        now = time.monotonic()
+        due = [t for t, at in self._unrouted.items() if at <= now and t in self._subscriptions]
+        for topic in due:
+            await self._route_or_wait(topic)
+        if any(topic not in self._unrouted for topic in due):
+            await self._heartbeat()
 
     async def _refresh_topic(self, topic: str) -> None:
         """Re-read a subscribed topic's route; its readable queues become the assignment."""

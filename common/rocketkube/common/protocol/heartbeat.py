@@ -18,16 +18,23 @@ EXPRESSION_TAG = "TAG"
 
 
 class ConsumeType(enum.IntEnum):
+    """Push consumers are CONSUME_PASSIVELY, pull (lite) consumers CONSUME_ACTIVELY."""
+
     CONSUME_ACTIVELY = 0
     CONSUME_PASSIVELY = 1
 
 
 class MessageModel(enum.IntEnum):
+    """CLUSTERING: each message to one consumer of the group, offsets on the broker;
+    BROADCASTING: every message to every consumer, offsets kept by each consumer."""
+
     BROADCASTING = 0
     CLUSTERING = 1
 
 
 class ConsumeFromWhere(enum.IntEnum):
+    """Where a group with no stored offset starts (Java's names and numbers)."""
+
     CONSUME_FROM_LAST_OFFSET = 0
     CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST = 1
     CONSUME_FROM_MIN_OFFSET = 2
