@@ -117,3 +117,15 @@ async def test_bench_tproducer_commits_and_rolls_back(
         await asyncio.sleep(0.05)
     await asyncio.sleep(0.5)
     assert stored() == states["COMMIT_MESSAGE"], "a rolled-back half became visible"
+
+
+async def test_bench_consumer_prefills_and_consumes(
+    namesrv: NamesrvApp, broker: BrokerApp, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = "consumer -t BenchConsumeTopic -w 8 --messages 300 --duration 120 --prefill --json"
+    args = cli.main_parser().parse_args([*argv.split(), "-n", namesrv.address])
+    assert await cli.run_client_bench(args) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (summary["benchmark"], summary["prefilled"]) == ("consumer", True)
+    assert summary["messages"] >= 300, "not every prefilled message was consumed"
+    assert summary["latency_ms"]["max"] > 0

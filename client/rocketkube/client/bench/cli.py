@@ -149,6 +149,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     configure_client(producer, sdk.ClientBenchSettings())
     producer.set_defaults(_bench=run_client_bench, _client_bench=sdk.run_producer)
+    consumer = sub.add_parser(
+        "consumer",
+        help="SDK push consumer throughput and born-to-consume latency (RocketMQ's Consumer)",
+        description="A rocketkube PushConsumer of -t counting messages and their "
+        "born-to-consumed latency. Without -n (or with --prefill) it first sends --messages "
+        "messages and consumes them from the first offset; with -n it consumes what "
+        "producers send from now on, until --messages arrived or --duration ran out.",
+    )
+    configure_client(consumer, sdk.ClientBenchSettings(group="benchmark_consumer"))
+    consumer.add_argument(
+        "--prefill", action="store_true", help="send --messages messages first, then consume them"
+    )
+    consumer.set_defaults(_bench=run_client_bench, _client_bench=sdk.run_consumer)
     tproducer = sub.add_parser(
         "tproducer",
         help="SDK transactional producer (RocketMQ's TransactionProducer benchmark)",
@@ -334,6 +347,7 @@ def client_settings_from(args: argparse.Namespace) -> sdk.ClientBenchSettings:
         interval=args.interval,
         rollback_rate=getattr(args, "rollback_rate", 0.0),
         unknown_rate=getattr(args, "unknown_rate", 0.0),
+        prefill=getattr(args, "prefill", False) or not args.namesrv_addr,
     )
 
 

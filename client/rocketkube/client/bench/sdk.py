@@ -19,7 +19,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rocketkube.client.bench.stats import Report, Stats
+from rocketkube.client.listener import ConsumeContext, ConsumeStatus
 from rocketkube.client.producer import Producer
+from rocketkube.client.push_consumer import PushConsumer
 from rocketkube.client.transaction import LocalTransactionState, TransactionProducer
 from rocketkube.common.errors import RocketKubeError
 from rocketkube.common.message.model import Message, MessageExt
@@ -46,6 +48,8 @@ class ClientBenchSettings:
     """tproducer: the share of local transactions that roll back ..."""
     unknown_rate: float = 0.0
     """... and that answer UNKNOW (committed when the broker checks them back)."""
+    prefill: bool = False
+    """consumer: first send ``messages`` messages, then consume them from the first offset."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -74,6 +78,26 @@ ClientBench = Callable[[str, ClientBenchSettings, OnReport, OnProgress | None], 
 
 Operation = Callable[[int], Awaitable[int]]
 """``operation(sequence) -> bytes moved``; raises on failure."""
+
+
+async def _report_every(
+    stats: Stats,
+    interval: float,
+    label: str,
+    on_report: OnReport,
+    on_progress: OnProgress | None,
+) -> None:
+    """Report a window every ``interval`` seconds (and progress 4 times a second) until
+    cancelled."""
+    next_report = stats.started + interval
+    while True:
+        await asyncio.sleep(0.25 if on_progress is not None else interval)
+        now = time.perf_counter()
+        if on_progress is not None:
+            on_progress(stats.completed, now - stats.started)
+        if now >= next_report:
+            on_report(label, stats.window(now))
+            next_report = now + interval
 
 
 async def drive(
@@ -109,18 +133,9 @@ async def drive(
             else:
                 stats.ok(clock() - begun, size)
 
-    async def reporter() -> None:
-        next_report = started + settings.interval
-        while True:
-            await asyncio.sleep(0.25 if on_progress is not None else settings.interval)
-            now = time.perf_counter()
-            if on_progress is not None:
-                on_progress(stats.completed, now - started)
-            if now >= next_report:
-                on_report(label, stats.window(now))
-                next_report = now + settings.interval
-
-    report_task = loop.create_task(reporter())
+    report_task = loop.create_task(
+        _report_every(stats, settings.interval, label, on_report, on_progress)
+    )
     try:
         await asyncio.gather(*(worker() for _ in range(settings.workers)))
     finally:
@@ -209,3 +224,73 @@ async def run_tproducer(
         total, cpu = await drive(send, settings, "Transaction", on_report, on_progress)
     extra = {"local_transaction_states": listener.states, "check_backs": listener.checks}
     return Summary("tproducer", total, cpu, settings, extra)
+
+
+async def _prefill(namesrv_addr: str, settings: ClientBenchSettings) -> None:
+    """Send ``settings.messages`` messages (the consumer benchmark's input)."""
+    body = b"x" * settings.body_size
+    async with Producer(f"{settings.group}_prefill", namesrv_addr) as producer:
+        window = asyncio.Semaphore(max(settings.workers, 1))
+
+        async def send_one(seq: int) -> None:
+            async with window:
+                message = Message(settings.topic, body)
+                if settings.tags:
+                    message.tags = settings.tags
+                await producer.send(message)
+
+        await asyncio.gather(*(send_one(seq) for seq in range(settings.messages or 0)))
+
+
+async def run_consumer(
+    namesrv_addr: str,
+    settings: ClientBenchSettings,
+    on_report: OnReport,
+    on_progress: OnProgress | None = None,
+) -> Summary:
+    """RocketMQ's ``Consumer`` benchmark: a push consumer of ``topic`` counting messages and
+    their born-to-consumed (B2C) latency; the report's RT is B2C. With ``prefill`` it sends
+    the messages first and consumes them from the first offset."""
+    if settings.prefill:
+        await _prefill(namesrv_addr, settings)
+    loop = asyncio.get_running_loop()
+    started = time.perf_counter()
+    cpu_started = time.process_time()
+    stats = Stats(started)
+    finished = asyncio.Event()
+    store_latency = 0.0
+
+    def on_messages(messages: list[MessageExt], context: ConsumeContext) -> ConsumeStatus:
+        nonlocal store_latency
+        now_ms = time.time() * 1000
+        for message in messages:
+            stats.ok(max(now_ms - message.born_timestamp, 0.0) / 1000, len(message.body))
+            store_latency = max(store_latency, now_ms - message.store_timestamp)
+        if settings.messages is not None and stats.completed >= settings.messages:
+            finished.set()
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(
+        settings.group,
+        namesrv_addr,
+        consume_from="first" if settings.prefill else "last",
+        consume_concurrency=settings.workers,
+        consume_batch_size=32,
+        rebalance_interval=5.0,
+    )
+    await consumer.subscribe(settings.topic, settings.tags or "*")
+    consumer.register_listener(on_messages)
+
+    report_task = loop.create_task(
+        _report_every(stats, settings.interval, "Consume (B2C)", on_report, on_progress)
+    )
+    try:
+        async with consumer:
+            await asyncio.wait_for(finished.wait(), settings.duration)
+    except TimeoutError:
+        pass  # the duration ran out: report what arrived
+    finally:
+        report_task.cancel()
+    total = stats.total(time.perf_counter())
+    extra = {"max_store_to_consume_ms": round(store_latency, 3), "prefilled": settings.prefill}
+    return Summary("consumer", total, time.process_time() - cpu_started, settings, extra)
