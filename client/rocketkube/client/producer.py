@@ -224,7 +224,6 @@ class Producer(AsyncLifecycle):
         self._pending: set[asyncio.Task[SendResult]] = set()
         self._topics: set[str] = set()
         self._registered: dict[str, Connection] = {}
-        self._heartbeat_lock = asyncio.Lock()
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -476,7 +475,12 @@ class Producer(AsyncLifecycle):
                     raise
                 last_error, last_broker = exc, target.broker_name
                 log.info("send to %s failed, retrying elsewhere: %s", last_broker, exc)
-            if isinstance(last_error, errors.RemotingError):
+            if isinstance(last_error, errors.RemotingError) and not isinstance(
+                last_error, errors.RemotingTimeoutError
+            ):
+                # A broken connection is dropped; a slow answer is not (Java's default,
+                # clientCloseSocketIfTimeout=false): closing would fail every other send
+                # in flight on it, and a loaded broker would see a storm of reconnects.
                 client.close_connection(addr)
             info = await self._refresh_quietly(routes, info, deadline)
         if last_error is None or time.monotonic() >= deadline:
@@ -500,22 +504,25 @@ class Producer(AsyncLifecycle):
     # -- heartbeats and broker requests ----------------------------------------------------
 
     async def _register_with(self, client: RemotingClient, addr: str, timeout: float) -> None:
-        """Heartbeat ``addr`` unless its current connection already carried one: the
-        broker must know this producer before a half message can be checked back."""
-        conn = self._registered.get(addr)
-        if conn is not None and conn.is_open:
+        """Heartbeat ``addr`` on the connection the send will use, unless that connection
+        already carried one: the broker must know this producer before a half message can
+        be checked back. The heartbeat is written oneway just ahead of the send, so the
+        broker handles it first and no send waits for it (Java heartbeats off the send path;
+        a send blocked behind a slow heartbeat would time out under load)."""
+        conn = await client.connection(addr)
+        if self._registered.get(addr) is conn:
             return
-        async with self._heartbeat_lock:
-            conn = self._registered.get(addr)
-            if conn is None or not conn.is_open:
-                await self._heartbeat_one(client, addr, timeout)
+        self._registered[addr] = conn
+        conn.invoke_oneway(self._heartbeat_request())
+
+    def _heartbeat_request(self) -> RemotingCommand:
+        body = HeartbeatData(client_id=self.client_id, producer_groups=[self.group]).encode()
+        return RemotingCommand.request(RequestCode.HEART_BEAT, body=body)
 
     async def _heartbeat_one(self, client: RemotingClient, addr: str, timeout: float) -> None:
         """HEART_BEAT (34) with this producer's group to ``addr``; transport errors raise."""
-        body = HeartbeatData(client_id=self.client_id, producer_groups=[self.group]).encode()
         conn = await client.connection(addr)
-        response = await conn.invoke(RemotingCommand.request(RequestCode.HEART_BEAT, body=body),
-                                     timeout)  # fmt: skip
+        response = await conn.invoke(self._heartbeat_request(), timeout)
         if response.code != ResponseCode.SUCCESS:
             log.warning("heartbeat to %s: %s %s", addr, response.code, response.remark)
             return
