@@ -18,15 +18,14 @@ and the answering address as ``broker``; transport failures raise the
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import Final
 
-from rocketkube.client.errors import ClientStateError, MQClientError, for_code
-from rocketkube.client.lifecycle import AsyncLifecycle
+from rocketkube.client.admin_base import AdminBase
+from rocketkube.client.errors import MQClientError
 from rocketkube.common import errors as common_errors
 from rocketkube.common import fastjson, properties_file
 from rocketkube.common.message import ids, record, sysflag
@@ -48,9 +47,7 @@ from rocketkube.common.protocol.admin_bodies import (
 from rocketkube.common.protocol.consumer_headers import ResetOffsetBody, ResetOffsetRequestHeader
 from rocketkube.common.protocol.heartbeat import parse_subscription
 from rocketkube.common.protocol.topic_config import TopicConfig
-from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
-from rocketkube.common.remoting.command import RemotingCommand
 
 __all__ = ["DEFAULT_TOPIC", "TOOLS_CONSUMER_GROUP", "AdminClient", "PullResult", "PullStatus"]
 
@@ -88,168 +85,16 @@ class PullResult:
     messages: list[MessageExt]
 
 
-T = TypeVar("T")
-
-
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class AdminClient(AsyncLifecycle):
+class AdminClient(AdminBase):
     """An admin connection to a RocketMQ 4.x name server (or several) and their brokers.
 
     Use as ``async with AdminClient(addr) as admin`` or call :meth:`start` and
     :meth:`close`. ``timeout`` (seconds) bounds each connect and each request.
     """
-
-    def __init__(self, namesrv_addr: str, *, timeout: float = 3.0) -> None:
-        self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
-        if not self.namesrv_addrs:
-            raise ValueError(f"no name server address in {namesrv_addr!r}")
-        self.timeout = timeout
-        self._remoting: RemotingClient | None = None
-        self._closed = False
-
-    # -- lifecycle ----------------------------------------------------------------------
-
-    async def start(self) -> None:
-        """Make the client usable; connections open lazily on first use."""
-        if self._closed:
-            raise ClientStateError("the admin client is closed")
-        if self._remoting is None:
-            self._remoting = RemotingClient(connect_timeout=self.timeout, timeout=self.timeout)
-
-    async def close(self) -> None:
-        """Close every connection; the client cannot be started again."""
-        self._closed = True
-        remoting, self._remoting = self._remoting, None
-        if remoting is not None:
-            await remoting.close()
-
-    # -- plumbing -----------------------------------------------------------------------
-
-    def _client(self) -> RemotingClient:
-        if self._remoting is None:
-            raise ClientStateError("the admin client is not started (or already closed)")
-        return self._remoting
-
-    async def _invoke(
-        self,
-        address: str,
-        code: int,
-        ext: dict[str, str] | None = None,
-        body: bytes = b"",
-        *,
-        allow: frozenset[int] = frozenset(),
-    ) -> RemotingCommand:
-        """Send a request; raise the mapped error unless SUCCESS or a code in ``allow``."""
-        request = RemotingCommand.request(code, ext, body)
-        response = await self._client().invoke(address, request)
-        if response.code != ResponseCode.SUCCESS and response.code not in allow:
-            raise for_code(response.code, response.remark, address)
-        return response
-
-    async def _any_namesrv(
-        self, code: int, ext: dict[str, str] | None = None, body: bytes = b""
-    ) -> RemotingCommand:
-        """The first name server's answer that arrives; transport errors try the next."""
-        last: common_errors.RemotingError | None = None
-        for address in self.namesrv_addrs:
-            try:
-                return await self._invoke(address, code, ext, body)
-            except common_errors.RemotingError as exc:
-                last = exc
-        assert last is not None
-        raise last
-
-    async def _every_namesrv(
-        self, code: int, ext: dict[str, str] | None = None, body: bytes = b""
-    ) -> dict[str, RemotingCommand]:
-        return await self._each(
-            self.namesrv_addrs, lambda addr: self._invoke(addr, code, ext, body)
-        )
-
-    @staticmethod
-    async def _each(addresses: list[str], call: Callable[[str], Awaitable[T]]) -> dict[str, T]:
-        """``call`` on every address concurrently; the first failure is raised."""
-        results = await asyncio.gather(*(call(addr) for addr in addresses))
-        return dict(zip(addresses, results, strict=True))
-
-    async def _cluster_masters(self, cluster: str) -> list[str]:
-        info = await self.cluster_info()
-        names = info.cluster_addr_table.get(cluster)
-        if not names:
-            raise MQClientError(f"no broker in cluster {cluster!r}")
-        masters = []
-        for name in sorted(names):
-            data = info.broker_addr_table.get(name)
-            if data is not None and data.master_addr is not None:
-                masters.append(data.master_addr)
-        if not masters:
-            raise MQClientError(f"no master broker in cluster {cluster!r}")
-        return masters
-
-    async def cluster_brokers(self, cluster: str, *, masters_only: bool = True) -> list[str]:
-        """The addresses of ``cluster``'s masters (with ``masters_only=False``, of every
-        broker, slaves too), sorted; MQClientError for an unknown or empty cluster."""
-        if masters_only:
-            return await self._cluster_masters(cluster)
-        info = await self.cluster_info()
-        names = info.cluster_addr_table.get(cluster)
-        if not names:
-            raise MQClientError(f"no broker in cluster {cluster!r}")
-        return sorted(
-            addr
-            for name in names
-            if (data := info.broker_addr_table.get(name)) is not None
-            for addr in data.broker_addrs.values()
-        )
-
-    async def _all_masters(self) -> list[str]:
-        info = await self.cluster_info()
-        return sorted(
-            data.master_addr
-            for data in info.broker_addr_table.values()
-            if data.master_addr is not None
-        )
-
-    async def _route_brokers(self, topic: str, *, masters_only: bool = True) -> list[str]:
-        """One address per broker of the topic's route: its master (or any, if allowed)."""
-        route = await self.topic_route(topic)
-        addrs = []
-        for data in route.broker_datas:
-            addr = data.master_addr
-            if addr is None and not masters_only and data.broker_addrs:
-                addr = data.broker_addrs[min(data.broker_addrs)]
-            if addr is not None:
-                addrs.append(addr)
-        return sorted(set(addrs))
-
-    @staticmethod
-    def _targets(cluster: str | None, broker_addr: str | None) -> None:
-        if (cluster is None) == (broker_addr is None):
-            raise ValueError("give exactly one of cluster and broker_addr")
-
-    # -- name server reads --------------------------------------------------------------
-
-    async def cluster_info(self) -> rt.ClusterInfo:
-        """GET_BROKER_CLUSTER_INFO (106): brokers by name and broker names by cluster."""
-        response = await self._any_namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)
-        return rt.ClusterInfo.decode(response.body)
-
-    async def topic_list(self) -> list[str]:
-        """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): every topic the name server routes."""
-        response = await self._any_namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
-        return rt.decode_topic_list(response.body)
-
-    async def topic_route(self, topic: str) -> rt.TopicRouteData:
-        """GET_ROUTEINFO_BY_TOPIC (105): the topic's queues and brokers.
-
-        Raises :class:`~rocketkube.client.errors.TopicNotExistError` for an unknown topic.
-        """
-        header = nh.GetRouteInfoRequestHeader(topic=topic)
-        response = await self._any_namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, header.encode())
-        return rt.TopicRouteData.decode(response.body)
 
     # -- topics -------------------------------------------------------------------------
 
