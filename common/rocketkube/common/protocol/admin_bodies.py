@@ -43,7 +43,8 @@ E = TypeVar("E", bound=enum.IntEnum)
 _SHAPE_ERRORS = (ValueError, KeyError, TypeError, AttributeError)
 
 
-def _load_object(body: Body, what: str) -> dict[Any, Any]:
+def load_object(body: Body, what: str) -> dict[Any, Any]:
+    """A JSON (fastjson-lenient) object body; ProtocolError naming ``what`` otherwise."""
     try:
         data = fastjson.loads(body)
     except ValueError as exc:
@@ -132,7 +133,7 @@ class ConsumeStats:
 
     @classmethod
     def decode(cls, body: Body) -> ConsumeStats:
-        data = _load_object(body, "ConsumeStats")
+        data = load_object(body, "ConsumeStats")
         return _decoding(
             "ConsumeStats",
             lambda: cls(
@@ -180,7 +181,7 @@ class TopicStatsTable:
 
     @classmethod
     def decode(cls, body: Body) -> TopicStatsTable:
-        data = _load_object(body, "TopicStatsTable")
+        data = load_object(body, "TopicStatsTable")
         return _decoding(
             "TopicStatsTable",
             lambda: cls(
@@ -262,7 +263,7 @@ class ConsumerConnection:
 
     @classmethod
     def decode(cls, body: Body) -> ConsumerConnection:
-        data = _load_object(body, "ConsumerConnection")
+        data = load_object(body, "ConsumerConnection")
         return _decoding(
             "ConsumerConnection",
             lambda: cls(
@@ -291,7 +292,7 @@ class ProducerConnection:
 
     @classmethod
     def decode(cls, body: Body) -> ProducerConnection:
-        data = _load_object(body, "ProducerConnection")
+        data = load_object(body, "ProducerConnection")
         return _decoding(
             "ProducerConnection",
             lambda: cls([ClientConnection.from_json(c) for c in data.get("connectionSet") or []]),
@@ -306,7 +307,7 @@ def _encode_list(name: str, items: list[str]) -> bytes:
 
 
 def _decode_list(name: str, body: Body) -> list[str]:
-    data = _load_object(body, name)
+    data = load_object(body, name)
     return _decoding(name, lambda: [str(item) for item in data.get(name) or []])
 
 

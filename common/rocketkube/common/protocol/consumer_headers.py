@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocketkube.common import errors, fastjson
-from rocketkube.common.protocol.admin_bodies import MessageQueue
+from rocketkube.common.protocol.admin_bodies import MessageQueue, load_object
 from rocketkube.common.remoting.header import CommandHeader
 
 __all__ = [
@@ -57,16 +57,6 @@ class ResetOffsetRequestHeader(CommandHeader):
     is_force: bool
 
 
-def _load(body: Body, what: str) -> dict[Any, Any]:
-    try:
-        data = fastjson.loads(body)
-    except ValueError as exc:
-        raise errors.ProtocolError(f"malformed {what}: {exc}") from None
-    if not isinstance(data, dict):
-        raise errors.ProtocolError(f"malformed {what}: not a JSON object")
-    return data
-
-
 def _queues(items: Any, what: str) -> frozenset[MessageQueue]:
     try:
         return frozenset(MessageQueue.from_json(item) for item in items or ())
@@ -95,7 +85,7 @@ class LockBatchRequestBody:
 
     @classmethod
     def decode(cls, body: Body) -> LockBatchRequestBody:
-        data = _load(body, "LockBatchRequestBody")
+        data = load_object(body, "LockBatchRequestBody")
         return cls(
             str(data.get("consumerGroup") or ""),
             str(data.get("clientId") or ""),
@@ -112,7 +102,7 @@ class LockBatchResponseBody:
 
     @classmethod
     def decode(cls, body: Body) -> LockBatchResponseBody:
-        data = _load(body, "LockBatchResponseBody")
+        data = load_object(body, "LockBatchResponseBody")
         return cls(_queues(data.get("lockOKMQSet"), "LockBatchResponseBody"))
 
 
@@ -126,7 +116,7 @@ class ResetOffsetBody:
 
     @classmethod
     def decode(cls, body: Body) -> ResetOffsetBody:
-        data = _load(body, "ResetOffsetBody")
+        data = load_object(body, "ResetOffsetBody")
         try:
             table = {
                 MessageQueue.from_key(key): int(offset)
