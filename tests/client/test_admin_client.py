@@ -12,8 +12,9 @@ import pytest
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.client import Message, Producer
-from rocketkube.client.admin import AdminClient, PullStatus
+from rocketkube.client.admin import AdminClient
 from rocketkube.client.errors import ClientStateError, MQBrokerError, TopicNotExistError
+from rocketkube.client.pull import PullStatus
 from rocketkube.common.errors import MessageFormatError
 from rocketkube.common.protocol import permission
 from rocketkube.common.protocol.admin_bodies import MessageQueue

@@ -24,7 +24,7 @@ Errors: :class:`MQClientError` and its subclasses (see :mod:`rocketkube.client.e
 plus the transport errors of :mod:`rocketkube.common.errors`, re-exported here.
 """
 
-from rocketkube.client.admin import AdminClient, PullResult, PullStatus
+from rocketkube.client.admin import AdminClient
 from rocketkube.client.allocation import (
     AllocateByConfig,
     AllocateStrategy,
@@ -62,6 +62,7 @@ from rocketkube.client.producer import (
     SendStatus,
     select_by_hash,
 )
+from rocketkube.client.pull import PullResult, PullStatus
 from rocketkube.client.push_consumer import MessageModel, PushConsumer
 from rocketkube.client.routing import MessageQueue, select_queue
 from rocketkube.client.transaction import (

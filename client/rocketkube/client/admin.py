@@ -18,17 +18,15 @@ and the answering address as ``broker``; transport failures raise the
 
 from __future__ import annotations
 
-import enum
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Final
 
 from rocketkube.client.admin_base import AdminBase
 from rocketkube.client.errors import MQClientError
+from rocketkube.client.pull import PULL_ANSWERS, PullResult, pull_header, pull_result
 from rocketkube.common import errors as common_errors
 from rocketkube.common import fastjson, properties_file
-from rocketkube.common.message import ids, record, sysflag
+from rocketkube.common.message import ids, record
 from rocketkube.common.message.model import MessageExt
 from rocketkube.common.protocol import admin_headers as ah
 from rocketkube.common.protocol import namesrv_headers as nh
@@ -49,40 +47,12 @@ from rocketkube.common.protocol.heartbeat import parse_subscription
 from rocketkube.common.protocol.topic_config import TopicConfig
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 
-__all__ = ["DEFAULT_TOPIC", "TOOLS_CONSUMER_GROUP", "AdminClient", "PullResult", "PullStatus"]
+__all__ = ["DEFAULT_TOPIC", "TOOLS_CONSUMER_GROUP", "AdminClient"]
 
 #: The template topic brokers create new topics from (``TBW102``).
 DEFAULT_TOPIC = "TBW102"
 #: The group admin pulls use unless told otherwise (Java ``MixAll.TOOLS_CONSUMER_GROUP``).
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
-
-
-class PullStatus(enum.StrEnum):
-    """How a pull ended (Java ``PullStatus``)."""
-
-    FOUND = "FOUND"
-    NO_NEW_MSG = "NO_NEW_MSG"
-    NO_MATCHED_MSG = "NO_MATCHED_MSG"
-    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
-
-
-_PULL_STATUS: Final[dict[int, PullStatus]] = {
-    ResponseCode.SUCCESS: PullStatus.FOUND,
-    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
-    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
-    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
-}
-
-
-@dataclass(frozen=True, slots=True)
-class PullResult:
-    """One pull's answer: the messages found and where the next pull starts."""
-
-    status: PullStatus
-    next_begin_offset: int
-    min_offset: int
-    max_offset: int
-    messages: list[MessageExt]
 
 
 def _now_ms() -> int:
@@ -520,36 +490,7 @@ class AdminClient(AdminBase):
         """PULL_MESSAGE (11) once, without suspending or committing: what mqadmin's pull
         consumer does. Messages are re-filtered by tag as clients do."""
         subscription = parse_subscription(queue.topic, expression, _now_ms())
-        header = ph.PullMessageRequestHeader(
-            consumer_group=group,
-            topic=queue.topic,
-            queue_id=queue.queue_id,
-            queue_offset=offset,
-            max_msg_nums=max_nums,
-            sys_flag=sysflag.build_pull_sys_flag(
-                commit_offset=False, suspend=False, subscription=True, lite_pull=False
-            ),
-            commit_offset=0,
-            suspend_timeout_millis=0,
-            sub_version=subscription.sub_version,
-            subscription=subscription.sub_string,
-            expression_type=subscription.expression_type,
-        )
+        header = pull_header(group, queue, offset, subscription, max_nums=max_nums)
         addr = await self._queue_addr(queue, broker_addr)
-        response = await self._invoke(
-            addr, RequestCode.PULL_MESSAGE, header.encode(), allow=frozenset(_PULL_STATUS)
-        )
-        result = ph.PullMessageResponseHeader.decode(response.ext_fields)
-        messages: list[MessageExt] = []
-        if response.code == ResponseCode.SUCCESS:
-            messages = list(record.iter_records(response.body_bytes()))
-            if subscription.tags_set:
-                tags = set(subscription.tags_set)
-                messages = [m for m in messages if m.tags in tags]
-        return PullResult(
-            _PULL_STATUS[response.code],
-            result.next_begin_offset,
-            result.min_offset,
-            result.max_offset,
-            messages,
-        )
+        response = await self._invoke(addr, RequestCode.PULL_MESSAGE, header, allow=PULL_ANSWERS)
+        return pull_result(response, subscription)

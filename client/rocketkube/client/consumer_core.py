@@ -4,8 +4,7 @@
 every broker it learned from routes, and speaks the consumer requests:
 
 - routes (GET_ROUTEINFO_BY_TOPIC, 105) and the readable queues they give (§8.3);
-- PULL_MESSAGE (11, §3.4), its response decoded into :class:`PullResult` with bodies
-  decompressed and tags re-filtered client-side (the broker filters by hash code only);
+- PULL_MESSAGE (11, §3.4), header and answer from :mod:`rocketkube.client.pull`;
 - offsets (§3.5): QUERY (14), UPDATE (15), GET_MAX/MIN (30/31), SEARCH_BY_TIMESTAMP (29),
   and the first offset of a queue a group never committed (:meth:`ConsumerCore.first_offset`);
 - GET_CONSUMER_LIST_BY_GROUP (38), HEART_BEAT (34, §5.3), UNREGISTER_CLIENT (35).
@@ -16,21 +15,17 @@ Requests to a queue go to the master of its broker; an error code raises the mat
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import uuid
-import zlib
 from collections.abc import Iterable
 from typing import Final, Literal
 
 from rocketkube.client import errors as client_errors
 from rocketkube.client import routing
+from rocketkube.client.pull import PULL_ANSWERS, PullResult, pull_header, pull_result
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common import errors
-from rocketkube.common.message import sysflag
-from rocketkube.common.message.model import MessageExt
-from rocketkube.common.message.record import iter_records
 from rocketkube.common.protocol import admin_bodies, permission
 from rocketkube.common.protocol.admin_headers import (
     GetConsumerListByGroupRequestHeader,
@@ -47,8 +42,6 @@ from rocketkube.common.protocol.pull_headers import (
     GetMaxOffsetResponseHeader,
     GetMinOffsetRequestHeader,
     GetMinOffsetResponseHeader,
-    PullMessageRequestHeader,
-    PullMessageResponseHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
     SearchOffsetRequestHeader,
@@ -66,8 +59,6 @@ __all__ = [
     "RETRY_TOPIC_PREFIX",
     "ConsumeFrom",
     "ConsumerCore",
-    "PullResult",
-    "decode_messages",
     "make_client_id",
     "readable_queues",
     "retry_topic",
@@ -86,13 +77,6 @@ FROM_WHERE: Final[dict[str, ConsumeFromWhere]] = {
 RETRY_TOPIC_PREFIX: Final = "%RETRY%"
 #: Extra seconds a long-polling pull may take beyond its suspend time and request timeout.
 _RPC_MARGIN: Final = 5.0
-_PULL_ACCEPT: Final = frozenset(
-    {
-        ResponseCode.PULL_NOT_FOUND,
-        ResponseCode.PULL_RETRY_IMMEDIATELY,
-        ResponseCode.PULL_OFFSET_MOVED,
-    }
-)
 
 
 def retry_topic(group: str) -> str:
@@ -116,30 +100,6 @@ def readable_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
         if permission.is_readable(data.perm) and data.broker_name in masters
         for i in range(data.read_queue_nums)
     )
-
-
-def decode_messages(body: bytes, subscription: SubscriptionData) -> list[MessageExt]:
-    """A pull body's records, bodies decompressed, filtered by the subscription's tags."""
-    messages = list(iter_records(body))
-    for message in messages:
-        if sysflag.is_compressed(message.sys_flag):
-            message.body = zlib.decompress(message.body)
-    if subscription.tags_set:
-        tags = set(subscription.tags_set)
-        messages = [m for m in messages if m.tags in tags]
-    return messages
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class PullResult:
-    """A pull's answer: ``code`` is SUCCESS, PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY or
-    PULL_OFFSET_MOVED; ``messages`` are the matching ones (empty unless SUCCESS)."""
-
-    code: int
-    next_begin_offset: int
-    min_offset: int
-    max_offset: int
-    messages: list[MessageExt]
 
 
 class ConsumerCore:
@@ -254,51 +214,25 @@ class ConsumerCore:
         commit_offset: int | None = None,
         lite: bool = False,
     ) -> PullResult:
-        """PULL_MESSAGE from ``offset``, long-polling up to ``suspend`` seconds (0: none).
-
-        The subscription travels with the pull (FLAG_SUBSCRIPTION), so the broker filters
-        right even before it has this client's heartbeat; ``commit_offset`` piggy-backs
-        the group's offset (FLAG_COMMIT_OFFSET).
-        """
-        flag = sysflag.build_pull_sys_flag(
-            commit_offset=commit_offset is not None,
-            suspend=suspend > 0,
-            subscription=True,
-            lite_pull=lite,
-        )
-        header = PullMessageRequestHeader(
-            consumer_group=self.group,
-            topic=queue.topic,
-            queue_id=queue.queue_id,
-            queue_offset=offset,
-            max_msg_nums=max_nums,
-            sys_flag=flag,
-            commit_offset=commit_offset or 0,
-            suspend_timeout_millis=int(suspend * 1000),
-            sub_version=subscription.sub_version,
-            subscription=subscription.sub_string,
-            expression_type=subscription.expression_type,
-        )
+        """PULL_MESSAGE from ``offset``, long-polling up to ``suspend`` seconds (0: none),
+        as :func:`~rocketkube.client.pull.pull_header` describes."""
         response = await self.call(
             queue,
             RequestCode.PULL_MESSAGE,
-            header.encode(),
-            accept=_PULL_ACCEPT,
+            pull_header(
+                self.group,
+                queue,
+                offset,
+                subscription,
+                max_nums=max_nums,
+                suspend=suspend,
+                commit_offset=commit_offset,
+                lite=lite,
+            ),
+            accept=PULL_ANSWERS,
             timeout=suspend + self.request_timeout + (_RPC_MARGIN if suspend > 0 else 0.0),
         )
-        result = PullMessageResponseHeader.decode(response.ext_fields)
-        messages = (
-            decode_messages(response.body_bytes(), subscription)
-            if response.code == ResponseCode.SUCCESS
-            else []
-        )
-        return PullResult(
-            response.code,
-            result.next_begin_offset,
-            result.min_offset,
-            result.max_offset,
-            messages,
-        )
+        return pull_result(response, subscription)
 
     # -- offsets -----------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 Two layers:
 
-- pure: :class:`MessageQueue`, :func:`writable_queues` (queues of brokers whose perm has
+- pure: :func:`writable_queues` (queues of brokers whose perm has
   WRITE (2) and that have a master address), :func:`clamp_default_route` (the ``TBW102``
   fallback of remoting-protocol.md §8.1) and :func:`select_queue` (round robin that
   avoids the broker of the last failure);
@@ -23,6 +23,7 @@ from typing import Final
 from rocketkube.client import errors as client_errors
 from rocketkube.common import errors
 from rocketkube.common.protocol import permission
+from rocketkube.common.protocol.admin_bodies import MessageQueue
 from rocketkube.common.protocol.namesrv_headers import GetRouteInfoRequestHeader
 from rocketkube.common.protocol.route import QueueData, TopicRouteData
 from rocketkube.common.remoting.client import RemotingClient
@@ -47,15 +48,6 @@ DEFAULT_TOPIC: Final = "TBW102"
 """The topic whose route (and config) new topics inherit on the broker (``createTopicKey``)."""
 DEFAULT_TOPIC_QUEUE_NUMS: Final = 4
 """Queues an auto-created topic gets per broker (Java ``defaultTopicQueueNums``)."""
-
-
-@dataclasses.dataclass(frozen=True, slots=True, order=True)
-class MessageQueue:
-    """One queue of a topic on one broker; ordered by topic, broker name, queue id."""
-
-    topic: str
-    broker_name: str
-    queue_id: int
 
 
 @dataclasses.dataclass(slots=True)

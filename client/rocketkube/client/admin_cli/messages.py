@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from rocketkube.client import routing
-from rocketkube.client.admin import TOOLS_CONSUMER_GROUP, AdminClient, PullStatus
+from rocketkube.client.admin import TOOLS_CONSUMER_GROUP, AdminClient
 from rocketkube.client.admin_cli import render
 from rocketkube.client.admin_cli.base import Session, Subcommand, UsageError, parse_bool
 from rocketkube.client.admin_cli.base import parse_timestamp as _timestamp
 from rocketkube.client.errors import MQClientError
 from rocketkube.client.producer import Producer
+from rocketkube.client.pull import PullStatus
 from rocketkube.common.message.model import Message, MessageExt
 from rocketkube.common.protocol import permission
 from rocketkube.common.protocol.admin_bodies import MessageQueue

@@ -72,6 +72,7 @@ class MessageQueue:
     queue_id: int
 
     def to_json(self) -> dict[str, Any]:
+        """The queue as Java's fastjson writes it (field names in alphabetical order)."""
         return {"brokerName": self.broker_name, "queueId": self.queue_id, "topic": self.topic}
 
     def as_key(self) -> fastjson.ObjectKey:
@@ -80,6 +81,7 @@ class MessageQueue:
 
     @classmethod
     def from_json(cls, data: Mapping[Any, Any]) -> MessageQueue:
+        """The queue from its JSON object form."""
         return cls(str(data["topic"]), str(data["brokerName"]), int(data["queueId"]))
 
     @classmethod
