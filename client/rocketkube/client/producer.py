@@ -29,12 +29,13 @@ import re
 import time
 import uuid
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Any, Final, NamedTuple, Protocol, TypeVar
 
 from rocketkube.client import errors as client_errors
 from rocketkube.client import latency_fault, routing
+from rocketkube.client.accumulator import Accumulator, Batch
 from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.common import errors
 from rocketkube.common.message import batch as batch_codec
@@ -44,8 +45,9 @@ from rocketkube.common.message.model import Message
 from rocketkube.common.protocol.admin_headers import UnregisterClientRequestHeader
 from rocketkube.common.protocol.heartbeat import HeartbeatData
 from rocketkube.common.protocol.send_headers import (
-    SendMessageRequestHeaderV2,
+    SendFields,
     SendMessageResponseHeader,
+    encode_send_header_v2,
 )
 from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
@@ -69,6 +71,8 @@ _TOPIC_RE: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 _MAX_TOPIC_LENGTH: Final = 127
 _ZLIB_LEVEL: Final = 5
 _UNREGISTER_TIMEOUT: Final = 1.0
+_RETRY_TOPIC_PREFIX: Final = "%RETRY%"
+_T = TypeVar("_T")
 
 
 def _monotonic_ms() -> int:
@@ -160,8 +164,16 @@ class _BrokerRequests:
         return self._serve(conn, request)
 
 
-@dataclass(frozen=True, slots=True)
-class _Outgoing:
+class _BatchKey(NamedTuple):
+    """What messages must share to be batched together (Java's ``AggregateKey``)."""
+
+    topic: str
+    queue: routing.MessageQueue | None
+    """The queue the caller chose, ``None`` when the batch's send chooses."""
+    wait_store_ok: bool
+
+
+class _Outgoing(NamedTuple):
     """A request ready to be addressed to a queue: everything but the queue id."""
 
     topic: str
@@ -185,6 +197,16 @@ class Producer(AsyncLifecycle):
     ``heartbeat_interval`` seconds. ``client_ip`` goes into every ``UNIQ_KEY`` and into
     :attr:`client_id`. ``send_latency_fault_enable`` turns on broker fault avoidance.
 
+    ``auto_batch`` (Java's ``setAutoBatch``, off by default) gathers the messages that
+    :meth:`send` and :meth:`send_async` are given for one topic (and one queue, when the
+    caller chose it) for up to ``batch_max_delay_ms`` milliseconds or ``batch_max_bytes``
+    of batch body, and sends them as one SEND_BATCH_MESSAGE: far fewer requests for many
+    small messages, at the price of up to that delay per send. Each send still gets its own
+    :class:`SendResult` (its own ``msg_id`` and ``queue_offset``); a failed batch fails
+    every send in it with the batch's error, after the usual retries. Delayed, transactional
+    and compressed (``compress_over``) messages and ``%RETRY%`` topics are sent alone, as
+    are all messages while ``total_batch_max_bytes`` are waiting for an answer.
+
     Use ``async with Producer(...) as producer:`` or :meth:`start` and :meth:`close`.
     """
 
@@ -202,7 +224,13 @@ class Producer(AsyncLifecycle):
         heartbeat_interval: float = 30.0,
         send_latency_fault_enable: bool = False,
         client_ip: str = "127.0.0.1",
+        auto_batch: bool = False,
+        batch_max_delay_ms: int = 10,
+        batch_max_bytes: int = 32 * 1024,
+        total_batch_max_bytes: int = 32 * 1024 * 1024,
     ) -> None:
+        if auto_batch and not 0 < batch_max_bytes <= max_message_size:
+            raise ValueError(f"batch_max_bytes must be in 1..{max_message_size}")
         self.group = group
         self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
         self.send_timeout = send_timeout
@@ -221,11 +249,16 @@ class Producer(AsyncLifecycle):
         )
         self._client: RemotingClient | None = None
         self._routes: routing.RouteCache | None = None
-        self._pending: set[asyncio.Task[SendResult]] = set()
+        self._pending: set[asyncio.Task[Any]] = set()
         self._topics: set[str] = set()
         self._registered: dict[str, Connection] = {}
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._closed = False
+        self.auto_batch = auto_batch
+        self.batch_max_delay_ms = batch_max_delay_ms
+        self.batch_max_bytes = batch_max_bytes
+        self.total_batch_max_bytes = total_batch_max_bytes
+        self._accumulator: Accumulator[_BatchKey, SendResult] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -249,11 +282,20 @@ class Producer(AsyncLifecycle):
         )
         self._routes.start()
         self._heartbeat_task = asyncio.get_running_loop().create_task(self._heartbeat_loop())
+        if self.auto_batch:
+            self._accumulator = Accumulator(
+                self._flush_batch,
+                max_delay=self.batch_max_delay_ms / 1000,
+                max_bytes=self.batch_max_bytes,
+                total_max_bytes=self.total_batch_max_bytes,
+            )
 
     async def close(self) -> None:
         """Wait for pending :meth:`send_async` sends, unregister from the brokers, then close
         every connection."""
         self._closed = True
+        if self._accumulator is not None:
+            self._accumulator.flush_all()
         if self._pending:
             await asyncio.gather(*self._pending, return_exceptions=True)
         task, self._heartbeat_task = self._heartbeat_task, None
@@ -304,6 +346,9 @@ class Producer(AsyncLifecycle):
         if selector is not None and queue is None:
             queues = await self.fetch_publish_queues(message.topic)
             queue = selector(queues, message, arg)
+        batched = self._accumulate(message, outgoing, queue)
+        if batched is not None:
+            return await batched
         return await self._send(outgoing, queue)
 
     async def send_oneway(
@@ -315,9 +360,8 @@ class Producer(AsyncLifecycle):
         info = await routes.get(outgoing.topic)
         if queue is None:
             queue = routing.select_queue(info.queues, None, info.next_index())
-        addr = self._master(info, queue)
-        await self._register_with(client, addr, self.send_timeout)
-        await client.invoke_oneway(addr, self._request(outgoing, queue.queue_id, oneway=True))
+        conn = await self._connection(client, self._master(info, queue))
+        conn.invoke_oneway(self._request(outgoing, queue.queue_id, oneway=True))
 
     def send_async(
         self, message: Message, callback: SendCallback | None = None
@@ -329,12 +373,12 @@ class Producer(AsyncLifecycle):
         """
         self._started()
         outgoing = self._prepare(message)
-        task = asyncio.get_running_loop().create_task(self._send(outgoing, None))
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
+        future = self._accumulate(message, outgoing, None)
+        if future is None:
+            future = self._spawn(self._send(outgoing, None))
         if callback is not None:
-            task.add_done_callback(callback)
-        return task
+            future.add_done_callback(callback)
+        return future
 
     async def send_batch(
         self, messages: Sequence[Message], *, queue: routing.MessageQueue | None = None
@@ -352,7 +396,7 @@ class Producer(AsyncLifecycle):
         for message in messages:
             if message.topic != topic:
                 raise client_errors.MessageValidationError("a batch must have one topic")
-            if topic.startswith("%RETRY%"):
+            if topic.startswith(_RETRY_TOPIC_PREFIX):
                 raise client_errors.MessageValidationError("retry topics cannot be batched")
             if message.properties.get(props.PropertyName.DELAY):
                 raise client_errors.MessageValidationError("delayed messages cannot be batched")
@@ -377,6 +421,72 @@ class Producer(AsyncLifecycle):
         return await self._send(outgoing, queue)
 
     # -- internals -----------------------------------------------------------------------
+
+    def _spawn(self, send: Coroutine[object, object, _T]) -> asyncio.Task[_T]:
+        """Run ``send`` as a task :meth:`close` waits for."""
+        task = asyncio.get_running_loop().create_task(send)
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        return task
+
+    def _accumulate(
+        self, message: Message, outgoing: _Outgoing, queue: routing.MessageQueue | None
+    ) -> asyncio.Future[SendResult] | None:
+        """With auto-batching, the future of ``message`` put into a batch; ``None`` when it
+        is to be sent alone: delayed, transactional (the PREPARED sysFlag), compressed (a
+        batch is never), to a retry topic (as Java), or declined by the accumulator."""
+        accumulator = self._accumulator
+        if (
+            accumulator is None
+            or outgoing.sys_flag
+            or outgoing.topic.startswith(_RETRY_TOPIC_PREFIX)
+            or props.PropertyName.DELAY in message.properties
+        ):
+            return None
+        item = batch_codec.BatchItem(outgoing.flag, outgoing.body, outgoing.properties or "")
+        key = _BatchKey(outgoing.topic, queue, message.wait_store_ok)
+        return accumulator.add(key, item, outgoing.msg_id)
+
+    def _flush_batch(self, batch: Batch[_BatchKey, SendResult]) -> None:
+        self._spawn(self._send_batch(batch))
+
+    async def _send_batch(self, batch: Batch[_BatchKey, SendResult]) -> None:
+        """Send a gathered batch (retried as any send) and resolve each message's future."""
+        assert self._accumulator is not None
+        topic, queue, _ = batch.key
+        try:
+            body = batch_codec.encode_batch(batch.items)
+            msg_ids = ",".join(batch.msg_ids)
+            outgoing = _Outgoing(
+                topic, RequestCode.SEND_BATCH_MESSAGE, body, 0, 0, None, True, msg_ids
+            )
+            result = await self._send(outgoing, queue)
+        except asyncio.CancelledError:
+            for future in batch.futures:
+                future.cancel()
+            raise
+        except Exception as exc:
+            for future in batch.futures:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        finally:
+            self._accumulator.release(batch)
+        count = len(batch.futures)
+        offset_ids = result.offset_msg_id.split(",")
+        if len(offset_ids) != count:  # not a broker's answer to a batch: pass it on whole
+            offset_ids = [result.offset_msg_id] * count
+        for index, future in enumerate(batch.futures):
+            if not future.done():
+                future.set_result(
+                    SendResult(
+                        result.status,
+                        batch.msg_ids[index],
+                        offset_ids[index],
+                        result.queue,
+                        result.queue_offset + index,
+                    )
+                )
 
     def _validate(self, message: Message) -> None:
         topic = message.topic
@@ -419,21 +529,23 @@ class Producer(AsyncLifecycle):
         )
 
     def _request(self, outgoing: _Outgoing, queue_id: int, *, oneway: bool) -> RemotingCommand:
-        header = SendMessageRequestHeaderV2(
-            producer_group=self.group,
-            topic=outgoing.topic,
-            default_topic=routing.DEFAULT_TOPIC,
-            default_topic_queue_nums=self.default_topic_queue_nums,
-            queue_id=queue_id,
-            sys_flag=outgoing.sys_flag,
-            born_timestamp=int(time.time() * 1000),
-            flag=outgoing.flag,
-            properties=outgoing.properties or None,
-            reconsume_times=0,
-            unit_mode=False,
-            batch=True if outgoing.batch else None,
+        header = SendFields(
+            self.group,
+            outgoing.topic,
+            routing.DEFAULT_TOPIC,
+            self.default_topic_queue_nums,
+            queue_id,
+            outgoing.sys_flag,
+            int(time.time() * 1000),
+            outgoing.flag,
+            outgoing.properties or None,
+            0,
+            False,
+            None,
+            True if outgoing.batch else None,
         )
-        return RemotingCommand.request(outgoing.code, header.encode(), outgoing.body, oneway=oneway)
+        ext = encode_send_header_v2(header)
+        return RemotingCommand.request(outgoing.code, ext, outgoing.body, oneway=oneway)
 
     @staticmethod
     def _master(info: routing.TopicPublishInfo, queue: routing.MessageQueue) -> str:
@@ -461,9 +573,9 @@ class Producer(AsyncLifecycle):
             started = time.monotonic()
             try:
                 addr = self._master(info, target)
-                await self._register_with(client, addr, remaining)
+                conn = await self._connection(client, addr)
                 request = self._request(outgoing, target.queue_id, oneway=False)
-                response = await client.invoke(addr, request, deadline - time.monotonic())
+                response = await conn.invoke(request, deadline - time.monotonic())
                 result = self._result(outgoing, target, response)
                 if queue is None:
                     self._record_latency(target, started, failed=False)
@@ -503,17 +615,17 @@ class Producer(AsyncLifecycle):
 
     # -- heartbeats and broker requests ----------------------------------------------------
 
-    async def _register_with(self, client: RemotingClient, addr: str, timeout: float) -> None:
-        """Heartbeat ``addr`` on the connection the send will use, unless that connection
-        already carried one: the broker must know this producer before a half message can
+    async def _connection(self, client: RemotingClient, addr: str) -> Connection:
+        """The connection to ``addr`` for a send, with a heartbeat written on it first unless
+        it already carried one: the broker must know this producer before a half message can
         be checked back. The heartbeat is written oneway just ahead of the send, so the
         broker handles it first and no send waits for it (Java heartbeats off the send path;
         a send blocked behind a slow heartbeat would time out under load)."""
         conn = await client.connection(addr)
-        if self._registered.get(addr) is conn:
-            return
-        self._registered[addr] = conn
-        conn.invoke_oneway(self._heartbeat_request())
+        if self._registered.get(addr) is not conn:
+            self._registered[addr] = conn
+            conn.invoke_oneway(self._heartbeat_request())
+        return conn
 
     def _heartbeat_request(self) -> RemotingCommand:
         body = HeartbeatData(client_id=self.client_id, producer_groups=[self.group]).encode()
@@ -590,10 +702,6 @@ class Producer(AsyncLifecycle):
         if status is None:
             raise client_errors.for_code(response.code, response.remark, queue.broker_name)
         header = SendMessageResponseHeader.decode(response.ext_fields)
-        return SendResult(
-            status=status,
-            msg_id=outgoing.msg_id,
-            offset_msg_id=header.msg_id,
-            queue=routing.MessageQueue(queue.topic, queue.broker_name, header.queue_id),
-            queue_offset=header.queue_offset,
-        )
+        if header.queue_id != queue.queue_id:
+            queue = routing.MessageQueue(queue.topic, queue.broker_name, header.queue_id)
+        return SendResult(status, outgoing.msg_id, header.msg_id, queue, header.queue_offset)

@@ -39,6 +39,7 @@ from rocketkube.common.remoting.command import RemotingCommand
 FLUSH_MODES = {"async": ("ASYNC_FLUSH",), "sync": ("SYNC_FLUSH",),
                "both": ("ASYNC_FLUSH", "SYNC_FLUSH")}  # fmt: skip
 START_TIMEOUT = 60.0
+_BATCH_MAX_DELAY_MS = sdk.ClientBenchSettings().batch_max_delay_ms
 STOP_TIMEOUT = 20.0
 
 Runner = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
@@ -147,7 +148,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "TPS, MB/s and latency every --interval seconds and a JSON summary at the end. "
         "Without -n it starts a name server and a broker here.",
     )
-    configure_client(producer, sdk.ClientBenchSettings())
+    producer_defaults = sdk.ClientBenchSettings()
+    configure_client(producer, producer_defaults)
+    producer.add_argument(
+        "--auto-batch",
+        action="store_true",
+        help="gather sends into batches (Producer(auto_batch=True), RocketMQ 5's autoBatch)",
+    )
+    producer.add_argument(
+        "--batch-max-delay-ms",
+        type=_non_negative,
+        default=producer_defaults.batch_max_delay_ms,
+        help="with --auto-batch: how long a batch gathers (default "
+        f"{producer_defaults.batch_max_delay_ms} ms)",
+    )
     producer.set_defaults(_bench=run_client_bench, _client_bench=sdk.run_producer)
     consumer = sub.add_parser(
         "consumer",
@@ -348,6 +362,8 @@ def client_settings_from(args: argparse.Namespace) -> sdk.ClientBenchSettings:
         rollback_rate=getattr(args, "rollback_rate", 0.0),
         unknown_rate=getattr(args, "unknown_rate", 0.0),
         prefill=getattr(args, "prefill", False) or not args.namesrv_addr,
+        auto_batch=getattr(args, "auto_batch", False),
+        batch_max_delay_ms=getattr(args, "batch_max_delay_ms", _BATCH_MAX_DELAY_MS),
     )
 
 
@@ -424,7 +440,7 @@ async def child_process(args: list[str], log: Path) -> AsyncIterator[asyncio.sub
     with log.open("wb") as out:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "rocketkube.common", *args,
-            stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out,
+            stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out, env=runtime.child_env(),
         )  # fmt: skip
     try:
         yield proc

@@ -52,6 +52,10 @@ class ClientBenchSettings:
     """... and that answer UNKNOW (committed when the broker checks them back)."""
     prefill: bool = False
     """consumer: first send ``messages`` messages, then consume them from the first offset."""
+    auto_batch: bool = False
+    """producer: gather the sends into batches (``Producer(auto_batch=True)``)."""
+    batch_max_delay_ms: int = 10
+    """producer, with ``auto_batch``: how long a batch gathers at most."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -153,10 +157,14 @@ async def run_producer(
     on_progress: OnProgress | None = None,
 ) -> Summary:
     """RocketMQ's ``Producer`` benchmark: sync sends of ``body_size`` bytes from
-    ``workers`` concurrent senders of one :class:`Producer`."""
+    ``workers`` concurrent senders of one :class:`Producer`, auto-batched or not."""
     body = b"x" * settings.body_size
     async with Producer(
-        settings.group, namesrv_addr, send_timeout=settings.send_timeout
+        settings.group,
+        namesrv_addr,
+        send_timeout=settings.send_timeout,
+        auto_batch=settings.auto_batch,
+        batch_max_delay_ms=settings.batch_max_delay_ms,
     ) as producer:
         await producer.fetch_publish_queues(settings.topic)
 

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from rocketkube.common import errors
 
-__all__ = ["BatchItem", "decode_batch", "encode_batch"]
+__all__ = ["BatchItem", "decode_batch", "encode_batch", "item_size"]
 
 _HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLEN
 _PROPLEN = struct.Struct(">h")
@@ -81,6 +81,16 @@ def decode_batch(body: bytes | bytearray | memoryview) -> list[BatchItem]:
         items.append(BatchItem(flag, view[body_start:props_pos], properties))
         pos = end
     return items
+
+
+def item_size(item: BatchItem) -> int | None:
+    """The bytes ``item`` takes in a batch body, or ``None`` when it cannot be in one (its
+    properties exceed the 32767 bytes PROPLEN can say)."""
+    props = item.properties
+    props_len = len(props) if props.isascii() else len(props.encode("utf-8"))
+    if props_len > _MAX_PROPLEN:
+        return None
+    return _MIN_SIZE + len(item.body) + props_len
 
 
 def encode_batch(items: Iterable[BatchItem]) -> bytes:
