@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -98,3 +99,59 @@ async def test_namesrv_process_serves_and_stops_on_sigterm(tmp_path: Path) -> No
     assert proc.returncode == 0
     assert b"ignoring unknown property 'somethingUnknown'" in stderr
     assert b"shutting down" in stderr
+
+
+def _alive(pid: int) -> bool:
+    """Running (not gone, not a zombie waiting for its new parent to reap it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+async def test_server_children_stop_when_their_parent_is_killed(tmp_path: Path) -> None:
+    """`rocketkube local` and the benchmarks start servers with runtime.child_env(): a
+    SIGKILL of the parent (which cannot clean up) must not leave them running."""
+    port = free_port()
+    conf = tmp_path / "namesrv.properties"
+    conf.write_text(f"listenPort={port}\nkvConfigPath={tmp_path / 'kv.json'}\n")
+    parent_code = (
+        "import subprocess, sys, time\n"
+        "from rocketkube.common import runtime\n"
+        f"child = subprocess.Popen([*{ROCKETKUBE!r}, 'namesrv', '-c', {str(conf)!r},"
+        " '--http-port', '0'], env=runtime.child_env(),"
+        " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(300)\n"
+    )
+    parent = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", parent_code, stdout=asyncio.subprocess.PIPE
+    )
+    assert parent.stdout is not None
+    child_pid = int(await asyncio.wait_for(parent.stdout.readline(), 60))
+    try:
+        client = RemotingClient()
+        request = RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG)
+        for _ in range(300):
+            try:
+                await client.invoke(f"127.0.0.1:{port}", request)
+                break
+            except Exception:
+                await asyncio.sleep(0.1)
+        else:
+            pytest.fail("name server did not start")
+        await client.close()
+        parent.kill()
+        await asyncio.wait_for(parent.wait(), 30)
+        for _ in range(300):
+            if not _alive(child_pid):
+                break
+            await asyncio.sleep(0.1)
+        assert not _alive(child_pid), "the name server outlived its killed parent"
+    finally:
+        if parent.returncode is None:
+            parent.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child_pid, signal.SIGKILL)
