@@ -27,7 +27,11 @@ EXPECTED = {
     "producer": ["sent SEND_OK", "async sends: 10"],
     "consumer": ["received TagA ['order-1'] b'hello rocketkube'"],
     "admin": ["broker broker-a", "queue 0 offsets 0"],
-    "sync": ["stored [", "received [b'row 0', b'row 1', b'row 2', b'row 3', b'row 4']"],
+    "sync": [
+        "stored [",
+        "received [b'row 0', b'row 1', b'row 2', b'row 3', b'row 4']",
+        "pushed [b'row ",
+    ],
 }
 
 

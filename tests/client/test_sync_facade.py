@@ -17,12 +17,14 @@ from rocketkube.broker.app import BrokerApp
 from rocketkube.client import (
     ClientStateError,
     Message,
+    MessageExt,
     MessageQueue,
     MessageValidationError,
     MQClientError,
     SendStatus,
 )
-from rocketkube.client.sync import AdminClient, LitePullConsumer, Producer
+from rocketkube.client.listener import ConsumeContext, ConsumeStatus
+from rocketkube.client.sync import AdminClient, LitePullConsumer, Producer, PushConsumer
 from rocketkube.namesrv.app import NamesrvApp
 
 WAIT_SECONDS = 30.0
@@ -71,6 +73,55 @@ async def test_produce_consume_and_admin_through_the_blocking_facade(
     assert len(set(ids)) == 6
     bodies = await asyncio.to_thread(_consume, namesrv.address, topic, group, 7)
     assert bodies == {f"sync-{i}".encode() for i in range(7)}
+
+
+def _consume_blocking(namesrv: str, topic: str, group: str, count: int) -> tuple[set[bytes], bool]:
+    """Listeners that block: two must be inside at once (a barrier) to pass."""
+    meeting = threading.Barrier(2)
+    met = threading.Event()
+    bodies: set[bytes] = set()
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def listener(messages: list[MessageExt], context: ConsumeContext) -> ConsumeStatus:
+        assert threading.current_thread().name.startswith("rocketkube-consume-")
+        if not met.is_set():
+            try:
+                meeting.wait(timeout=2.0)  # blocks this thread only, never the pulls
+                met.set()
+            except threading.BrokenBarrierError:
+                meeting.reset()
+        time.sleep(0.01)
+        with lock:
+            bodies.update(m.body for m in messages)
+            if len(bodies) >= count:
+                done.set()
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(group, namesrv, consume_from="first", rebalance_interval=1.0)
+    consumer.subscribe(topic)
+    consumer.register_listener(listener)
+    with consumer:
+        done.wait(WAIT_SECONDS)
+        assert consumer.assignment()
+    return bodies, met.is_set()
+
+
+async def test_push_consumer_runs_blocking_listeners_on_threads(
+    namesrv: NamesrvApp, create_topic: CreateTopic, names: tuple[str, str]
+) -> None:
+    topic, group = names
+    await create_topic(topic)
+
+    def produce() -> None:
+        with Producer("SyncPushProducer", namesrv.address) as producer:
+            for i in range(40):
+                producer.send(Message(topic, f"push-{i}".encode()))
+
+    await asyncio.to_thread(produce)
+    bodies, met = await asyncio.to_thread(_consume_blocking, namesrv.address, topic, group, 40)
+    assert bodies == {f"push-{i}".encode() for i in range(40)}
+    assert met, "two blocking listeners never ran at the same time"
 
 
 async def test_errors_surface_in_the_calling_thread(namesrv: NamesrvApp, broker: BrokerApp) -> None:

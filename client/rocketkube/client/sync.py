@@ -12,7 +12,9 @@ and each is safe to use from any thread::
         result = producer.send(Message("MyTopic", b"hello"))
 
 :meth:`Producer.send_async` returns a :class:`concurrent.futures.Future`, so synchronous
-code can keep many sends in flight. Every facade has :meth:`SyncClient.run` for the rest of
+code can keep many sends in flight. :class:`PushConsumer` calls plain blocking listeners on a
+pool of threads, as Java's push consumer does, so they may write to a database or call a
+service without stalling the pulls. Every facade has :meth:`SyncClient.run` for the rest of
 the asyncio client's API: ``admin.run(lambda a: a.topic_route("MyTopic"))``.
 """
 
@@ -28,15 +30,20 @@ from typing import Any, Generic, Self, TypeVar
 from rocketkube.client import admin as aio_admin
 from rocketkube.client import lite_pull as aio_lite_pull
 from rocketkube.client import producer as aio_producer
+from rocketkube.client import push_consumer as aio_push
 from rocketkube.client.errors import ClientStateError
 from rocketkube.client.lifecycle import AsyncLifecycle
+from rocketkube.client.listener import ConsumeContext, ConsumeOrderlyStatus, ConsumeStatus
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common.message.model import Message, MessageExt
 
-__all__ = ["AdminClient", "LitePullConsumer", "Producer", "SyncClient"]
+__all__ = ["AdminClient", "LitePullConsumer", "Producer", "PushConsumer", "SyncClient"]
 
 C = TypeVar("C", bound=AsyncLifecycle)
 T = TypeVar("T")
+S = TypeVar("S", ConsumeStatus, ConsumeOrderlyStatus)
+BlockingListener = Callable[[list[MessageExt], ConsumeContext], S | None]
+"""A listener that may block: ``listener(messages, context) -> status`` (None: success)."""
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -233,3 +240,62 @@ class AdminClient(SyncClient[aio_admin.AdminClient]):
 
     def __init__(self, namesrv_addr: str, **options: Any) -> None:
         super().__init__(lambda: aio_admin.AdminClient(namesrv_addr, **options))
+
+
+class PushConsumer(SyncClient[aio_push.PushConsumer]):
+    """:class:`rocketkube.client.PushConsumer` with blocking listeners; the same arguments.
+
+    Listeners run on a pool of ``consume_concurrency`` threads (default 20, Java's
+    ``consumeThreadMax``), never on the event loop, so they may block. Register a listener
+    and subscribe, then ``with`` (or :meth:`start`) consumes until :meth:`close`, which
+    waits for running listeners up to ``shutdown_timeout`` and persists offsets.
+    """
+
+    def __init__(self, group: str, namesrv_addr: str = "127.0.0.1:9876", **options: Any) -> None:
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=int(options.get("consume_concurrency", 20)),
+            thread_name_prefix=f"rocketkube-consume-{group}",
+        )
+        try:
+            super().__init__(lambda: aio_push.PushConsumer(group, namesrv_addr, **options))
+        except BaseException:
+            self._pool.shutdown(wait=False)
+            raise
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Subscribe to ``topic`` with a tag expression (``TagA || TagB``, ``*``)."""
+        self.run(lambda c: c.subscribe(topic, expression))
+
+    def register_listener(self, listener: BlockingListener[ConsumeStatus]) -> None:
+        """Consume concurrently: ``listener(messages, context) -> ConsumeStatus``."""
+        threaded = self._threaded(listener)
+        self._on_loop(lambda c: c.register_listener(threaded))
+
+    def register_orderly_listener(self, listener: BlockingListener[ConsumeOrderlyStatus]) -> None:
+        """Consume each queue in order: ``listener(messages, context) -> ConsumeOrderlyStatus``."""
+        threaded = self._threaded(listener)
+        self._on_loop(lambda c: c.register_orderly_listener(threaded))
+
+    def assignment(self) -> set[MessageQueue]:
+        """The queues this member consumes now (after the last rebalance)."""
+        return self._on_loop(lambda c: c.assignment())
+
+    def close(self) -> None:
+        """Stop consuming (see the class docstring), then let go of the listener threads;
+        a listener still blocked past ``shutdown_timeout`` finishes on its own."""
+        try:
+            super().close()
+        finally:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _threaded(
+        self, listener: BlockingListener[S]
+    ) -> Callable[[list[MessageExt], ConsumeContext], Awaitable[S | None]]:
+        pool = self._pool
+
+        async def run_in_pool(messages: list[MessageExt], context: ConsumeContext) -> S | None:
+            return await asyncio.get_running_loop().run_in_executor(
+                pool, listener, messages, context
+            )
+
+        return run_in_pool
