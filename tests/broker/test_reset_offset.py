@@ -105,7 +105,7 @@ def test_reset_target_moves_back_unless_forced() -> None:
 
 
 def test_body_for_c_is_a_list() -> None:
-    body = reset_offset.encode_reset_body_for_c({mq(1): 7, mq(0): 3})
+    body = ResetOffsetBody({mq(1): 7, mq(0): 3}).encode_for_c()
     assert fastjson.loads(body) == {
         "offsetTable": [
             {"brokerName": "broker-a", "offset": 3, "queueId": 0, "topic": TOPIC},

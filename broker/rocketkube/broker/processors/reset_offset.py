@@ -19,11 +19,11 @@ topic) is refused with SYSTEM_ERROR, as Java refuses a group without offsets.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from rocketkube.broker.clients import ClientChannel
 from rocketkube.broker.context import BrokerContext
-from rocketkube.common import errors, fastjson
+from rocketkube.common import errors
 from rocketkube.common.protocol.admin_bodies import MessageQueue
 from rocketkube.common.protocol.consumer_headers import ResetOffsetBody, ResetOffsetRequestHeader
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
@@ -31,7 +31,7 @@ from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection
 from rocketkube.common.remoting.dispatch import Processor
 
-__all__ = ["ResetOffsetProcessor", "encode_reset_body_for_c", "reset_target", "table"]
+__all__ = ["ResetOffsetProcessor", "reset_target", "table"]
 
 log = logging.getLogger(__name__)
 
@@ -47,24 +47,6 @@ def reset_target(timestamp_offset: int, committed: int, *, force: bool) -> int:
     if force or committed < 0 or target < committed:
         return target
     return committed
-
-
-def encode_reset_body_for_c(offsets: Mapping[MessageQueue, int]) -> bytes:
-    """Java ``ResetOffsetBodyForC``: ``{"offsetTable":[{"brokerName","offset","queueId",
-    "topic"},...]}``, the list form the C++ client parses instead of object keys."""
-    return fastjson.dumps(
-        {
-            "offsetTable": [
-                {
-                    "brokerName": mq.broker_name,
-                    "offset": offset,
-                    "queueId": mq.queue_id,
-                    "topic": mq.topic,
-                }
-                for mq, offset in sorted(offsets.items())
-            ]
-        }
-    )
 
 
 class ResetOffsetProcessor:
@@ -124,7 +106,7 @@ class ResetOffsetProcessor:
         c_body: bytes | None = None
         for channel_conn, channel in list(channels):
             if channel.language == CPP_LANGUAGE:
-                c_body = c_body or encode_reset_body_for_c(body.offset_table)
+                c_body = c_body or body.encode_for_c()
                 payload = c_body
             else:
                 payload = java_body

@@ -114,6 +114,20 @@ class ResetOffsetBody:
         table = {mq.as_key(): offset for mq, offset in sorted(self.offset_table.items())}
         return fastjson.dumps({"offsetTable": table})
 
+    def encode_for_c(self) -> bytes:
+        """Java ``ResetOffsetBodyForC``: ``{"offsetTable":[{"brokerName","offset","queueId",
+        "topic"},...]}``, the list form the C++ client parses instead of object keys."""
+        rows = [
+            {
+                "brokerName": mq.broker_name,
+                "offset": offset,
+                "queueId": mq.queue_id,
+                "topic": mq.topic,
+            }
+            for mq, offset in sorted(self.offset_table.items())
+        ]
+        return fastjson.dumps({"offsetTable": rows})
+
     @classmethod
     def decode(cls, body: Body) -> ResetOffsetBody:
         data = load_object(body, "ResetOffsetBody")
