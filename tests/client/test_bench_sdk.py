@@ -86,6 +86,22 @@ async def test_bench_producer_against_a_broker(
     assert stored == 200
 
 
+async def test_bench_producer_auto_batch(
+    namesrv: NamesrvApp, broker: BrokerApp, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = "producer -t BenchSdkBatch -w 32 --messages 300 --interval 60 --json --auto-batch"
+    args = cli.main_parser().parse_args([*argv.split(), "--batch-max-delay-ms", "5"])
+    args.namesrv_addr = namesrv.address
+    assert await cli.run_client_bench(args) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (summary["messages"], summary["failed"]) == (300, 0)
+    assert summary["settings"]["auto_batch"] is True
+    assert summary["settings"]["batch_max_delay_ms"] == 5
+    assert broker.ctx is not None
+    stored = sum(broker.ctx.store.max_offset("BenchSdkBatch", q) for q in range(8))
+    assert stored == 300
+
+
 def test_transaction_shares_are_spread_evenly() -> None:
     decider = sdk._BenchTransactions(sdk.ClientBenchSettings(rollback_rate=0.2, unknown_rate=0.1))
     states = [decider.decide(seq).value for seq in range(1000)]
