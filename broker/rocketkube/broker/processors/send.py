@@ -12,6 +12,12 @@ Per request (remoting-protocol.md §3.3, Java ``SendMessageProcessor``)::
          single:      properties +CLUSTER -WAIT, retry -> DLQ, half message or DELAY rewrite
       -> store.put_messages -> response now, or after the group-commit flush (SYNC_FLUSH)
 
+Pipelined sends read from one received chunk come to :meth:`SendProcessor.send_many` as one
+run: each is checked and turned into store messages exactly as alone (``_prepare``), in
+arrival order, then all go to the store in one ``put_messages`` (one append, one dispatch,
+one arrival notification, one flush ticket). When that combined append is refused, each
+send is stored on its own, so a bad message fails alone, as it would have.
+
 Every response, errors included, carries ``MSG_REGION`` and ``TRACE_ON`` in its extFields.
 
 Choices, and where this differs from Java 4.9.8:
@@ -44,13 +50,14 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import Final
+from collections.abc import Sequence
+from typing import Final, NamedTuple
 
 from rocketkube.broker import topics as topic_names
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.processors import send_batch
 from rocketkube.broker.settings import BrokerRole
-from rocketkube.broker.store import InnerMessage, PutResult, PutStatus
+from rocketkube.broker.store import FlushTicket, InnerMessage, PutResult, PutStatus
 from rocketkube.common import errors
 from rocketkube.common.message import ids, sysflag
 from rocketkube.common.message.properties import decode_properties, encode_properties
@@ -65,7 +72,7 @@ from rocketkube.common.protocol.topic_config import TopicConfig
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import FLAG_RESPONSE, RemotingCommand
 from rocketkube.common.remoting.connection import Connection
-from rocketkube.common.remoting.dispatch import Processor
+from rocketkube.common.remoting.dispatch import BatchingProcessor, Processor
 
 __all__ = ["SendProcessor", "table"]
 
@@ -126,6 +133,23 @@ class _TopicState:
         return turn % count
 
 
+class _Ready(NamedTuple):
+    """A checked send, its store messages built, waiting for ``put_messages``."""
+
+    messages: Sequence[InnerMessage]
+    topic: str
+    """The topic its stats are counted under."""
+    queue_id: int
+    """The queue the response names."""
+    body_bytes: int
+    wait_flush: bool
+    started: float
+
+
+_Waiting = tuple[asyncio.Future[RemotingCommand | None], PutResult, int, float]
+"""A stored send waiting for its flush: (reply, put result, queue id, started)."""
+
+
 class SendProcessor:
     """Stores what producers send; one instance per broker."""
 
@@ -147,10 +171,11 @@ class SendProcessor:
         self._uncounted: dict[str, list[int]] = {}
 
     def table(self) -> dict[int, Processor]:
+        many = self.send_many
         return {
-            RequestCode.SEND_MESSAGE: self.send_message,
-            RequestCode.SEND_MESSAGE_V2: self.send_message_v2,
-            RequestCode.SEND_BATCH_MESSAGE: self.send_message_v2,
+            RequestCode.SEND_MESSAGE: BatchingProcessor(self.send_message, many),
+            RequestCode.SEND_MESSAGE_V2: BatchingProcessor(self.send_message_v2, many),
+            RequestCode.SEND_BATCH_MESSAGE: BatchingProcessor(self.send_message_v2, many),
         }
 
     # -- entry points ------------------------------------------------------------------
@@ -163,9 +188,58 @@ class SendProcessor:
         """SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320): short keys; ``m`` = batch."""
         return self._send(conn, req, True)
 
+    def send_many(
+        self, conn: Connection, requests: Sequence[RemotingCommand]
+    ) -> list[Reply | None]:
+        """A run of pipelined sends (any of the three codes): one reply per request, in order.
+
+        Each request is prepared as :meth:`_send` would, in arrival order; the messages of
+        all that passed the checks are stored with one ``put_messages``."""
+        replies: list[Reply | None] = []  # None: ready, answered once stored
+        ready: list[tuple[int, _Ready]] = []
+        messages: list[InnerMessage] = []
+        for req in requests:
+            prepared = self._prepare(conn, req, req.code != RequestCode.SEND_MESSAGE)
+            if isinstance(prepared, _Ready):
+                ready.append((len(replies), prepared))
+                messages += prepared.messages
+                replies.append(None)
+            else:
+                replies.append(prepared)
+        put = self._store.put_messages
+        if len(ready) > 1:
+            result = put(messages)
+            if result.status is PutStatus.PUT_OK or result.appended:
+                appended = result.appended
+                waiting: list[_Waiting] = []
+                at = 0
+                for i, one in ready:
+                    end = at + len(one.messages)
+                    part = PutResult(result.status, appended[at:end], result.flush, result.error)
+                    replies[i] = self._answer(part, one, waiting)
+                    at = end
+                if waiting:
+                    assert result.flush is not None
+                    self._when_flushed(result.flush, waiting)
+                return replies
+            # Refused before anything was written (an illegal message, a full segment):
+            # store each on its own, so only the offending send fails.
+        for i, one in ready:
+            replies[i] = self._answer(put(one.messages), one)
+        return replies
+
     # -- the path ----------------------------------------------------------------------
 
     def _send(self, conn: Connection, req: RemotingCommand, v2: bool) -> Reply:
+        prepared = self._prepare(conn, req, v2)
+        if isinstance(prepared, RemotingCommand):
+            return prepared
+        return self._answer(self._store.put_messages(prepared.messages), prepared)
+
+    def _prepare(
+        self, conn: Connection, req: RemotingCommand, v2: bool
+    ) -> _Ready | RemotingCommand:
+        """Check a send and build its store messages; a response when it is refused."""
         started = time.perf_counter()
         try:
             h = parse_send_header(req.ext_fields, v2=v2)
@@ -211,10 +285,10 @@ class SendProcessor:
         address = conn.remote_address
         born_host = self._hosts.get(address) or self._born_host(address)
         if h.batch:
-            return self._send_batch(h, state, queue_id, born_host, req.body, started)
-        return self._send_one(h, req, state, queue_id, born_host, started)
+            return self._prepare_batch(h, state, queue_id, born_host, req.body, started)
+        return self._prepare_one(h, req, state, queue_id, born_host, started)
 
-    def _send_one(
+    def _prepare_one(
         self,
         h: SendFields,
         req: RemotingCommand,
@@ -222,7 +296,7 @@ class SendProcessor:
         queue_id: int,
         born_host: bytes,
         started: float,
-    ) -> Reply:
+    ) -> _Ready | RemotingCommand:
         props = decode_properties(h.properties) if h.properties else {}
         wait = props.pop("WAIT", None)
         topic = h.topic
@@ -264,25 +338,21 @@ class SendProcessor:
             store_topic = topic_names.SCHEDULE_TOPIC
             store_queue = level - 1
         body = req.body
-        result = self._store.put_messages(
-            (
-                InnerMessage(
-                    store_topic,
-                    store_queue,
-                    body,
-                    encode_properties(props).encode("utf-8", "replace"),
-                    h.flag,
-                    sys_flag,
-                    h.born_timestamp,
-                    born_host,
-                    reconsume_times,
-                ),
-            )
+        message = InnerMessage(
+            store_topic,
+            store_queue,
+            body,
+            encode_properties(props).encode("utf-8", "replace"),
+            h.flag,
+            sys_flag,
+            h.born_timestamp,
+            born_host,
+            reconsume_times,
         )
         wait_flush = wait is None or wait.lower() == "true"
-        return self._answer(result, store_topic, queue_id, 1, len(body), wait_flush, started)
+        return _Ready((message,), store_topic, queue_id, len(body), wait_flush, started)
 
-    def _send_batch(
+    def _prepare_batch(
         self,
         h: SendFields,
         state: _TopicState,
@@ -290,16 +360,14 @@ class SendProcessor:
         born_host: bytes,
         body: bytes | bytearray | memoryview,
         started: float,
-    ) -> Reply:
+    ) -> _Ready | RemotingCommand:
         sys_flag = h.sys_flag | _MULTI_TAGS if state.multi_tag else h.sys_flag
         try:
             batch = send_batch.batch_messages(h, queue_id, sys_flag, born_host, body, self._cluster)
         except send_batch.BatchRefused as exc:
             return self._fail(ResponseCode.MESSAGE_ILLEGAL, str(exc))
-        messages = batch.messages
-        result = self._store.put_messages(messages)
-        return self._answer(
-            result, h.topic, queue_id, len(messages), batch.body_bytes, batch.wait_store, started
+        return _Ready(
+            batch.messages, h.topic, queue_id, batch.body_bytes, batch.wait_store, started
         )
 
     # -- topics, groups, hosts -----------------------------------------------------------
@@ -374,15 +442,10 @@ class SendProcessor:
     # -- answers -----------------------------------------------------------------------
 
     def _answer(
-        self,
-        result: PutResult,
-        topic: str,
-        queue_id: int,
-        count: int,
-        body_bytes: int,
-        wait_flush: bool,
-        started: float,
+        self, result: PutResult, ready: _Ready, waiting: list[_Waiting] | None = None
     ) -> Reply:
+        """The response to a stored send; one waiting for the flush is added to ``waiting``
+        when given (the caller registers them all on the flush at once)."""
         if result.status is not PutStatus.PUT_OK:
             code, remark = _PUT_FAILURES.get(
                 result.status, (ResponseCode.SYSTEM_ERROR, str(result.status))
@@ -391,40 +454,45 @@ class SendProcessor:
                 remark = f"{remark}: {result.error}"
             return self._fail(code, remark)
         uncounted = self._uncounted
+        topic = ready.topic
+        count = len(ready.messages)
         counts = uncounted.get(topic)
         if counts is not None:
             counts[0] += count
-            counts[1] += body_bytes
+            counts[1] += ready.body_bytes
         else:
             first = not uncounted
-            uncounted[topic] = [count, body_bytes]
+            uncounted[topic] = [count, ready.body_bytes]
             if first:
                 self._schedule_count()
-        if result.flush is not None and wait_flush:
-            return self._after_flush(result, queue_id, started)
-        return self._stored(ResponseCode.SUCCESS, result, queue_id, started)
+        if result.flush is not None and ready.wait_flush:
+            reply: asyncio.Future[RemotingCommand | None] = self._loop().create_future()
+            entry = (reply, result, ready.queue_id, ready.started)
+            if waiting is None:
+                self._when_flushed(result.flush, [entry])
+            else:
+                waiting.append(entry)
+            return reply
+        return self._stored(ResponseCode.SUCCESS, result, ready.queue_id, ready.started)
 
-    def _after_flush(
-        self, result: PutResult, queue_id: int, started: float
-    ) -> asyncio.Future[RemotingCommand | None]:
-        """Answer once the group commit covering the append is on disk (or timed out).
+    def _when_flushed(self, ticket: FlushTicket, waiting: list[_Waiting]) -> None:
+        """Answer the waiting sends once the group commit covering them is on disk (or
+        timed out).
 
-        A future resolved by the flush's callback, not a task per send: thousands of
+        Futures resolved by one callback on the flush, not a task per send: thousands of
         sends wait on one fsync, and the connection answers each when it resolves."""
-        reply: asyncio.Future[RemotingCommand | None] = self._loop().create_future()
 
         def flushed(status: PutStatus) -> None:
-            if not reply.done():
-                code = (
-                    ResponseCode.SUCCESS
-                    if status is PutStatus.PUT_OK
-                    else ResponseCode.FLUSH_DISK_TIMEOUT
-                )
-                reply.set_result(self._stored(code, result, queue_id, started))
+            code = (
+                ResponseCode.SUCCESS
+                if status is PutStatus.PUT_OK
+                else ResponseCode.FLUSH_DISK_TIMEOUT
+            )
+            for reply, result, queue_id, started in waiting:
+                if not reply.done():
+                    reply.set_result(self._stored(code, result, queue_id, started))
 
-        assert result.flush is not None
-        result.flush.add_done_callback(flushed)
-        return reply
+        ticket.add_done_callback(flushed)
 
     @staticmethod
     def _loop() -> asyncio.AbstractEventLoop:

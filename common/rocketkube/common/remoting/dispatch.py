@@ -2,18 +2,28 @@
 
 Unknown codes get REQUEST_CODE_NOT_SUPPORTED with the Java remark, and every
 request (sync or awaited) is reported to an optional observer for metrics.
+
+A processor may also serve a run of requests at once (:class:`BatchingProcessor`): the
+connection hands over all requests decoded from one received chunk (``handle_many``), and
+consecutive requests whose processors share a batch entry point go to it as one list, so
+pipelined sends cost one store append instead of one each. Other requests are served one
+by one, in arrival order.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from rocketkube.common.remoting import codes
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
 
 Processor = Callable[[Connection, RemotingCommand], Reply]
+#: Serves several requests at once: one reply per request, in order.
+ManyProcessor = Callable[[Connection, Sequence[RemotingCommand]], Sequence[Reply]]
 
 
 #: Told of every request: (request code, response code or None, seconds spent).
@@ -26,6 +36,18 @@ def not_supported(code: int) -> RemotingCommand:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class BatchingProcessor:
+    """A processor with a batch entry point: ``many`` serves a run of requests (of any
+    code registered with the same ``many``) as ``one`` would serve each in turn."""
+
+    one: Processor
+    many: ManyProcessor
+
+    def __call__(self, conn: Connection, request: RemotingCommand) -> Reply:
+        return self.one(conn, request)
+
+
 class Dispatcher:
     """Routes each request to the processor registered for its code."""
 
@@ -35,6 +57,9 @@ class Dispatcher:
         observer: RequestObserver | None = None,
     ) -> None:
         self._processors = dict(processors)
+        self._many = {
+            code: p.many for code, p in processors.items() if isinstance(p, BatchingProcessor)
+        }
         self._observer = observer
 
     @property
@@ -57,6 +82,49 @@ class Dispatcher:
             self._observer(request.code, _code_of(reply), 0.0)
         return reply
 
+    def handle_many(self, conn: Connection, requests: Sequence[RemotingCommand]) -> list[Reply]:
+        """Serve the requests of one received chunk in order: one reply each, in order."""
+        replies: list[Reply] = []
+        batched = self._many
+        at = 0
+        count = len(requests)
+        while at < count:
+            many = batched.get(requests[at].code)
+            end = at + 1
+            if many is not None:
+                while end < count and batched.get(requests[end].code) == many:
+                    end += 1
+            if many is None or end - at == 1:
+                replies.append(self.handle(conn, requests[at]))
+            else:
+                try:
+                    replies += self._handle_run(conn, requests[at:end], many)
+                except Exception as exc:  # a processor bug answers its own run only
+                    replies += [_failed(exc) for _ in range(end - at)]
+            at = end
+        return replies
+
+    def _handle_run(
+        self, conn: Connection, run: Sequence[RemotingCommand], many: ManyProcessor
+    ) -> Sequence[Reply]:
+        started = time.perf_counter()
+        replies = many(conn, run)
+        if len(replies) != len(run):
+            raise RuntimeError(f"{len(run)} requests got {len(replies)} replies")
+        observer = self._observer
+        if observer is None:
+            return replies
+        # Each request is told its share of the run's time.
+        share = (time.perf_counter() - started) / len(run)
+        observed: list[Reply] = []
+        for request, reply in zip(run, replies, strict=True):
+            if reply is not None and not isinstance(reply, RemotingCommand):
+                observed.append(self._observed(request.code, reply, started))
+            else:
+                observer(request.code, _code_of(reply), share)
+                observed.append(reply)
+        return observed
+
     async def _observed(
         self, code: int, reply: Awaitable[RemotingCommand | None], started: float
     ) -> RemotingCommand | None:
@@ -68,6 +136,14 @@ class Dispatcher:
             raise
         self._observer(code, _code_of(result), time.perf_counter() - started)
         return result
+
+
+def _failed(exc: Exception) -> asyncio.Future[RemotingCommand | None]:
+    """A reply failing with ``exc``: the connection answers it as it answers a processor
+    that raised (SYSTEM_ERROR naming the exception)."""
+    future: asyncio.Future[RemotingCommand | None] = asyncio.get_running_loop().create_future()
+    future.set_exception(exc)
+    return future
 
 
 def _code_of(reply: object) -> int | None:

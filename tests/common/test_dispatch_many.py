@@ -1,0 +1,186 @@
+"""Serving a received chunk at once: ``Dispatcher.handle_many`` groups consecutive
+requests of a :class:`BatchingProcessor` into runs, keeps arrival order, tells the
+observer of each request; the connection answers every request exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import cast
+
+from rocketkube.common.remoting import frame
+from rocketkube.common.remoting.codes import ResponseCode
+from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.common.remoting.connection import Connection, Reply
+from rocketkube.common.remoting.dispatch import BatchingProcessor, Dispatcher
+from rocketkube.common.remoting.server import RemotingServer
+
+PUT, PUT_V2, OTHER, SLOW, UNKNOWN = 2000, 2001, 2002, 2003, 9999
+
+
+class Log:
+    """Processors that log what they serve, in the order they serve it."""
+
+    def __init__(self) -> None:
+        self.served: list[str] = []
+        self.observed: list[tuple[int, int | None]] = []
+
+    def one(self, conn: Connection, req: RemotingCommand) -> Reply:
+        self.served.append(f"one:{req.opaque}")
+        return RemotingCommand.response(remark=f"one:{req.opaque}")
+
+    def many(self, conn: Connection, reqs: Sequence[RemotingCommand]) -> list[Reply]:
+        self.served.append("many:" + ",".join(str(r.opaque) for r in reqs))
+        return [self._many_reply(r) for r in reqs]
+
+    def _many_reply(self, req: RemotingCommand) -> Reply:
+        if req.ext_fields.get("later"):
+            return self._later(req)
+        return RemotingCommand.response(remark=f"many:{req.opaque}")
+
+    async def _later(self, req: RemotingCommand) -> RemotingCommand:
+        await asyncio.sleep(0.01)
+        return RemotingCommand.response(remark=f"later:{req.opaque}")
+
+    def other(self, conn: Connection, req: RemotingCommand) -> Reply:
+        self.served.append(f"other:{req.opaque}")
+        return RemotingCommand.response(remark=f"other:{req.opaque}")
+
+    def observe(self, code: int, result: int | None, seconds: float) -> None:
+        self.observed.append((code, result))
+
+
+def dispatcher(log: Log) -> Dispatcher:
+    batching = BatchingProcessor(log.one, log.many)
+    return Dispatcher(
+        {PUT: batching, PUT_V2: BatchingProcessor(log.one, log.many), OTHER: log.other},
+        observer=log.observe,
+    )
+
+
+def requests(*codes: int) -> list[RemotingCommand]:
+    out = []
+    for opaque, code in enumerate(codes, 1):
+        req = RemotingCommand.request(code)
+        req.opaque = opaque
+        out.append(req)
+    return out
+
+
+NO_CONN = cast(Connection, None)
+
+
+def test_runs_of_batching_codes_go_to_many_in_order() -> None:
+    log = Log()
+    reqs = requests(PUT, PUT_V2, PUT, OTHER, PUT, UNKNOWN, PUT, PUT)
+    replies = dispatcher(log).handle_many(NO_CONN, reqs)
+    assert log.served == ["many:1,2,3", "other:4", "one:5", "many:7,8"]
+    remarks = [r.remark if isinstance(r, RemotingCommand) else None for r in replies]
+    assert remarks == [
+        "many:1",
+        "many:2",
+        "many:3",
+        "other:4",
+        "one:5",
+        " request type 9999 not supported",
+        "many:7",
+        "many:8",
+    ]
+    assert len(log.observed) == len(reqs)
+    assert log.observed[5] == (UNKNOWN, ResponseCode.REQUEST_CODE_NOT_SUPPORTED)
+
+
+async def test_awaited_replies_of_a_run_are_observed_when_done() -> None:
+    log = Log()
+    reqs = requests(PUT, PUT)
+    reqs[1].ext_fields["later"] = "1"
+    replies = dispatcher(log).handle_many(NO_CONN, reqs)
+    assert isinstance(replies[0], RemotingCommand)
+    assert len(log.observed) == 1
+    later = await asyncio.wait_for(cast(asyncio.Future[RemotingCommand], replies[1]), 10)
+    assert later.remark == "later:2"
+    assert log.observed == [(PUT, 0), (PUT, 0)]
+
+
+class Client(asyncio.Protocol):
+    def __init__(self) -> None:
+        self.decoder = frame.FrameDecoder()
+        self.replies: list[RemotingCommand] = []
+        self.changed = asyncio.Event()
+
+    def data_received(self, data: bytes) -> None:
+        self.replies += self.decoder.feed(data)
+        self.changed.set()
+
+    async def wait_for(self, count: int) -> None:
+        async with asyncio.timeout(20):
+            while len(self.replies) < count:
+                self.changed.clear()
+                await self.changed.wait()
+
+
+async def serve_chunk(handler: object, reqs: list[RemotingCommand]) -> list[RemotingCommand]:
+    """Write ``reqs`` in one write to a server of ``handler``; the replies by opaque."""
+    server = RemotingServer(handler, "127.0.0.1", 0)  # type: ignore[arg-type]
+    await server.start()
+    try:
+        transport, client = await asyncio.get_running_loop().create_connection(
+            Client, "127.0.0.1", server.port
+        )
+        transport.write(b"".join(frame.encode_bytes(r) for r in reqs))
+        await client.wait_for(len(reqs))
+        await asyncio.sleep(0.1)  # nothing more may come
+        transport.close()
+        return sorted(client.replies, key=lambda r: r.opaque)
+    finally:
+        await server.stop()
+
+
+async def test_connection_answers_a_chunk_once_per_request() -> None:
+    log = Log()
+    reqs = requests(PUT, PUT, OTHER, PUT, PUT)
+    reqs[3].ext_fields["later"] = "1"
+    replies = await serve_chunk(dispatcher(log), reqs)
+    assert [r.opaque for r in replies] == [1, 2, 3, 4, 5]
+    assert [r.remark for r in replies] == ["many:1", "many:2", "other:3", "later:4", "many:5"]
+
+
+class Broken:
+    """A handler whose batch entry point fails."""
+
+    def handle(self, conn: Connection, req: RemotingCommand) -> Reply:
+        return RemotingCommand.response(remark="one")
+
+    def handle_many(self, conn: Connection, reqs: Sequence[RemotingCommand]) -> list[Reply]:
+        raise RuntimeError("boom")
+
+
+class OneByOne:
+    """A handler without a batch entry point."""
+
+    def handle(self, conn: Connection, req: RemotingCommand) -> Reply:
+        return RemotingCommand.response(remark=f"one:{req.opaque}")
+
+
+async def test_failing_run_answers_its_own_requests_with_system_error() -> None:
+    log = Log()
+
+    def broken(conn: Connection, reqs: Sequence[RemotingCommand]) -> list[Reply]:
+        raise RuntimeError("boom")
+
+    handler = Dispatcher({PUT: BatchingProcessor(log.one, broken), OTHER: log.other})
+    replies = await serve_chunk(handler, requests(OTHER, PUT, PUT, OTHER))
+    assert [r.code for r in replies] == [0, ResponseCode.SYSTEM_ERROR, ResponseCode.SYSTEM_ERROR, 0]
+    assert "boom" in (replies[1].remark or "")
+    assert log.served == ["other:1", "other:4"]
+
+
+async def test_failing_batch_entry_answers_each_request_with_system_error() -> None:
+    replies = await serve_chunk(Broken(), requests(PUT, PUT, PUT))
+    assert [r.code for r in replies] == [ResponseCode.SYSTEM_ERROR] * 3
+    assert all("boom" in (r.remark or "") for r in replies)
+
+
+async def test_handler_without_batch_entry_serves_one_by_one() -> None:
+    replies = await serve_chunk(OneByOne(), requests(PUT, OTHER, PUT))
+    assert [r.remark for r in replies] == ["one:1", "one:2", "one:3"]
