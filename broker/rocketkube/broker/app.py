@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,12 @@ class _Gate:
                 ResponseCode.SYSTEM_BUSY, "[REJECTREQUEST]system busy, broker is starting"
             )
         return self.dispatcher.handle(conn, request)
+
+    def handle_many(self, conn: Connection, requests: Sequence[RemotingCommand]) -> Sequence[Reply]:
+        """The requests of one received chunk: pipelined sends are stored together."""
+        if self.dispatcher is None:
+            return [self.handle(conn, request) for request in requests]
+        return self.dispatcher.handle_many(conn, requests)
 
 
 class BrokerApp:

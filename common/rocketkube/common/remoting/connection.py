@@ -16,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import math
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from rocketkube.common import errors
@@ -30,7 +31,11 @@ Reply = RemotingCommand | None | Awaitable[RemotingCommand | None]
 
 
 class RequestHandler(Protocol):
-    """Answers the requests that arrive on a connection."""
+    """Answers the requests that arrive on a connection.
+
+    A handler may also have ``handle_many(conn, requests) -> Sequence[Reply]``: it then
+    gets all requests decoded from one received chunk at once and answers each, in order.
+    """
 
     def handle(self, conn: Connection, request: RemotingCommand) -> Reply: ...
 
@@ -49,7 +54,10 @@ class Connection(asyncio.Protocol):
         self._idle_timeout = idle_timeout
         self._on_close = on_close
         self._decoder = frame.FrameDecoder()
-        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        # opaque -> (future, deadline); one timer per connection, at the earliest deadline.
+        self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], float]] = {}
+        self._expiry: asyncio.TimerHandle | None = None
+        self._expiry_at = math.inf
         self._opaque = itertools.count(1)
         self._transport: asyncio.Transport | None = None
         self._outbox: list[bytes | bytearray | memoryview] | None = None
@@ -82,11 +90,16 @@ class Connection(asyncio.Protocol):
             return
         self._receiving = True
         try:
+            requests: list[RemotingCommand] = []
             for cmd in commands:
                 if cmd.flag & FLAG_RESPONSE:
                     self._complete(cmd)
                 else:
-                    self._serve(cmd)
+                    requests.append(cmd)
+            if len(requests) == 1:
+                self._serve(requests[0])
+            elif requests:
+                self._serve_many(requests)
         finally:
             self._receiving = False
             self._flush()
@@ -94,8 +107,10 @@ class Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._idle_timer is not None:
             self._idle_timer.cancel()
+        if self._expiry is not None:
+            self._expiry.cancel()
         pending, self._pending = self._pending, {}
-        for future in pending.values():
+        for future, _ in pending.values():
             if not future.done():
                 future.set_exception(
                     errors.ConnectionClosedError(f"connection to {self.remote_address} closed")
@@ -137,21 +152,28 @@ class Connection(asyncio.Protocol):
             self._transport.writelines(outbox)
 
     async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
-        """Send a request and wait for the response with the same opaque."""
-        request.opaque = next(self._opaque)
+        """Send a request and wait for the response with the same opaque.
+
+        RemotingTimeoutError after ``timeout`` seconds (the connection stays open);
+        ConnectionClosedError when the connection is lost first.
+        """
+        opaque = request.opaque = next(self._opaque)
         request.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
         future: asyncio.Future[RemotingCommand] = self._loop.create_future()
-        self._pending[request.opaque] = future
+        deadline = self._loop.time() + timeout
+        self._pending[opaque] = (future, deadline)
+        if deadline < self._expiry_at:
+            self._arm_expiry(deadline)
         try:
             self.send(request)
-            return await asyncio.wait_for(future, timeout)
-        except TimeoutError:
+            return await future
+        except _Expired:
             raise errors.RemotingTimeoutError(
                 f"no response from {self.remote_address} to request code {request.code} "
                 f"within {timeout:.3f}s"
             ) from None
         finally:
-            self._pending.pop(request.opaque, None)
+            self._pending.pop(opaque, None)
 
     def invoke_oneway(self, request: RemotingCommand) -> None:
         request.opaque = next(self._opaque)
@@ -171,13 +193,44 @@ class Connection(asyncio.Protocol):
     # -- internals ---------------------------------------------------------------
 
     def _complete(self, response: RemotingCommand) -> None:
-        future = self._pending.pop(response.opaque, None)
-        if future is None:
+        entry = self._pending.pop(response.opaque, None)
+        if entry is None:
             log.debug(
                 "response with unknown opaque %d from %s", response.opaque, self.remote_address
             )
-        elif not future.done():
-            future.set_result(response)
+        elif not entry[0].done():
+            entry[0].set_result(response)
+
+    def _arm_expiry(self, when: float) -> None:
+        """Run :meth:`_expire` at loop time ``when`` (instead of any earlier arming).
+
+        asyncio.wait_for costs a future, a timer and callbacks per request; a pipelining
+        client makes tens of thousands a second. Java sweeps its response table once a
+        second; this sweeps at the earliest deadline, so timeouts stay exact, and since
+        answers usually come long before it, a sweep runs about once per timeout.
+        """
+        if self._expiry is not None:
+            self._expiry.cancel()
+        self._expiry = self._loop.call_at(when, self._expire)
+        self._expiry_at = when
+
+    def _expire(self) -> None:
+        """Fail the requests whose deadline passed; re-arm for the earliest left."""
+        self._expiry, self._expiry_at = None, math.inf
+        now = self._loop.time()
+        earliest = math.inf
+        expired: list[int] = []
+        for opaque, (_, deadline) in self._pending.items():
+            if deadline <= now:
+                expired.append(opaque)
+            elif deadline < earliest:
+                earliest = deadline
+        for opaque in expired:
+            future, _ = self._pending.pop(opaque)
+            if not future.done():
+                future.set_exception(_Expired())
+        if earliest < math.inf:
+            self._arm_expiry(earliest)
 
     def _serve(self, request: RemotingCommand) -> None:
         if self._handler is None:
@@ -194,6 +247,28 @@ class Connection(asyncio.Protocol):
         except Exception as exc:  # a processor bug answers this request only
             self._reply(request, _failure(request, exc))
             return
+        self._answer(request, reply)
+
+    def _serve_many(self, requests: list[RemotingCommand]) -> None:
+        """The requests of one received chunk, to the handler's optional ``handle_many``
+        (one reply per request, in order) or one by one."""
+        handle_many: Callable[[Connection, list[RemotingCommand]], Sequence[Reply]] | None = (
+            getattr(self._handler, "handle_many", None)
+        )
+        if handle_many is None:
+            for request in requests:
+                self._serve(request)
+            return
+        try:
+            replies = handle_many(self, requests)
+        except Exception as exc:  # a processor bug answers these requests only
+            for request in requests:
+                self._reply(request, _failure(request, exc))
+            return
+        for request, reply in zip(requests, replies, strict=True):
+            self._answer(request, reply)
+
+    def _answer(self, request: RemotingCommand, reply: Reply) -> None:
         if reply is None or isinstance(reply, RemotingCommand):
             self._reply(request, reply)
         else:
@@ -233,6 +308,11 @@ class Connection(asyncio.Protocol):
             self._idle_timer = self._loop.call_later(
                 self._idle_timeout - idle_for, self._check_idle
             )
+
+
+class _Expired(Exception):
+    """Set on a pending request's future by :meth:`Connection._expire`; :meth:`invoke`
+    turns it into the RemotingTimeoutError that names the request."""
 
 
 def _error(code: int, remark: str) -> RemotingCommand:
