@@ -22,31 +22,38 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import logging
 import os
-import re
 import time
 import uuid
-import zlib
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, NamedTuple, Protocol, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 from rocketkube.client import errors as client_errors
 from rocketkube.client import latency_fault, routing
 from rocketkube.client.accumulator import Accumulator, Batch
 from rocketkube.client.lifecycle import AsyncLifecycle
+from rocketkube.client.outgoing import Outgoing, prepare, validate
+from rocketkube.client.queue_selectors import (
+    MessageQueueSelector,
+    RoundRobinSelector,
+    select_by_hash,
+)
+from rocketkube.client.send_result import (
+    SendResult,
+    SendStatus,
+    read_send_result,
+    split_batch_result,
+)
 from rocketkube.common import errors
 from rocketkube.common.message import batch as batch_codec
-from rocketkube.common.message import hashing, ids, sysflag
+from rocketkube.common.message import ids
 from rocketkube.common.message import properties as props
 from rocketkube.common.message.model import Message
 from rocketkube.common.protocol.admin_headers import UnregisterClientRequestHeader
 from rocketkube.common.protocol.heartbeat import HeartbeatData
 from rocketkube.common.protocol.send_headers import (
     SendFields,
-    SendMessageResponseHeader,
     encode_send_header_v2,
 )
 from rocketkube.common.remoting.client import RemotingClient
@@ -67,9 +74,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_TOPIC_RE: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-_MAX_TOPIC_LENGTH: Final = 127
-_ZLIB_LEVEL: Final = 5
 _UNREGISTER_TIMEOUT: Final = 1.0
 _RETRY_TOPIC_PREFIX: Final = "%RETRY%"
 _T = TypeVar("_T")
@@ -77,75 +81,6 @@ _T = TypeVar("_T")
 
 def _monotonic_ms() -> int:
     return int(time.monotonic() * 1000)
-
-
-class SendStatus(enum.StrEnum):
-    """How a successful send was stored (Java ``SendStatus``)."""
-
-    SEND_OK = "SEND_OK"
-    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
-    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
-    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
-
-
-_STATUS_BY_CODE: Final[dict[int, SendStatus]] = {
-    ResponseCode.SUCCESS: SendStatus.SEND_OK,
-    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
-    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
-    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
-}
-
-
-@dataclass(frozen=True, slots=True)
-class SendResult:
-    """The outcome of a send.
-
-    ``msg_id`` is the client id (``UNIQ_KEY``) and ``offset_msg_id`` the broker's offset id
-    (§6.4); for a batch both are comma-joined, one per message, and ``queue_offset`` is
-    the offset of the first message.
-    """
-
-    status: SendStatus
-    msg_id: str
-    offset_msg_id: str
-    queue: routing.MessageQueue
-    queue_offset: int
-
-
-class MessageQueueSelector(Protocol):
-    """Chooses the queue of a message among a topic's writable queues (ordered sends)."""
-
-    def __call__(
-        self, queues: Sequence[routing.MessageQueue], message: Message, arg: object
-    ) -> routing.MessageQueue:
-        """The queue for ``message``; ``arg`` is what the caller passed to ``send``."""
-        ...
-
-
-def select_by_hash(
-    queues: Sequence[routing.MessageQueue], message: Message, arg: object
-) -> routing.MessageQueue:
-    """Selector: ``queues[abs(hash(str(arg))) % n]`` with Java's ``String.hashCode``.
-
-    Messages sharing an ``arg`` (an order id, say) land on one queue, in send order, and
-    a Java producer using ``SelectMessageQueueByHash`` with the same string key agrees.
-    """
-    return queues[abs(hashing.java_string_hash(str(arg))) % len(queues)]
-
-
-class RoundRobinSelector:
-    """Selector: the next queue on each call, ignoring message and ``arg``."""
-
-    def __init__(self) -> None:
-        self._counter = 0
-
-    def __call__(
-        self, queues: Sequence[routing.MessageQueue], message: Message, arg: object
-    ) -> routing.MessageQueue:
-        """The queue after the one chosen last time."""
-        queue = queues[self._counter % len(queues)]
-        self._counter += 1
-        return queue
 
 
 SendCallback = Callable[["asyncio.Future[SendResult]"], object]
@@ -171,19 +106,6 @@ class _BatchKey(NamedTuple):
     queue: routing.MessageQueue | None
     """The queue the caller chose, ``None`` when the batch's send chooses."""
     wait_store_ok: bool
-
-
-class _Outgoing(NamedTuple):
-    """A request ready to be addressed to a queue: everything but the queue id."""
-
-    topic: str
-    code: int
-    body: bytes
-    sys_flag: int
-    flag: int
-    properties: str | None
-    batch: bool
-    msg_id: str
 
 
 class Producer(AsyncLifecycle):
@@ -400,7 +322,7 @@ class Producer(AsyncLifecycle):
                 raise client_errors.MessageValidationError("retry topics cannot be batched")
             if message.properties.get(props.PropertyName.DELAY):
                 raise client_errors.MessageValidationError("delayed messages cannot be batched")
-            self._validate(message)
+            validate(message, self.max_message_size)
             msg_ids.append(self._set_unique_key(message))
             items.append(
                 batch_codec.BatchItem(
@@ -415,7 +337,7 @@ class Producer(AsyncLifecycle):
             raise client_errors.MessageValidationError(
                 f"batch of {len(body)} bytes exceeds {self.max_message_size}"
             )
-        outgoing = _Outgoing(
+        outgoing = Outgoing(
             topic, RequestCode.SEND_BATCH_MESSAGE, body, 0, 0, None, True, ",".join(msg_ids)
         )
         return await self._send(outgoing, queue)
@@ -430,7 +352,7 @@ class Producer(AsyncLifecycle):
         return task
 
     def _accumulate(
-        self, message: Message, outgoing: _Outgoing, queue: routing.MessageQueue | None
+        self, message: Message, outgoing: Outgoing, queue: routing.MessageQueue | None
     ) -> asyncio.Future[SendResult] | None:
         """With auto-batching, the future of ``message`` put into a batch; ``None`` when it
         is to be sent alone: delayed, transactional (the PREPARED sysFlag), compressed (a
@@ -457,7 +379,7 @@ class Producer(AsyncLifecycle):
         try:
             body = batch_codec.encode_batch(batch.items)
             msg_ids = ",".join(batch.msg_ids)
-            outgoing = _Outgoing(
+            outgoing = Outgoing(
                 topic, RequestCode.SEND_BATCH_MESSAGE, body, 0, 0, None, True, msg_ids
             )
             result = await self._send(outgoing, queue)
@@ -472,32 +394,16 @@ class Producer(AsyncLifecycle):
             return
         finally:
             self._accumulator.release(batch)
-        count = len(batch.futures)
-        offset_ids = result.offset_msg_id.split(",")
-        if len(offset_ids) != count:  # not a broker's answer to a batch: pass it on whole
-            offset_ids = [result.offset_msg_id] * count
-        for index, future in enumerate(batch.futures):
+        for future, own in zip(
+            batch.futures, split_batch_result(result, batch.msg_ids), strict=True
+        ):
             if not future.done():
-                future.set_result(
-                    SendResult(
-                        result.status,
-                        batch.msg_ids[index],
-                        offset_ids[index],
-                        result.queue,
-                        result.queue_offset + index,
-                    )
-                )
+                future.set_result(own)
 
-    def _validate(self, message: Message) -> None:
-        topic = message.topic
-        if not topic or len(topic) > _MAX_TOPIC_LENGTH or not _TOPIC_RE.match(topic):
-            raise client_errors.MessageValidationError(f"invalid topic {topic!r}")
-        if not message.body:
-            raise client_errors.MessageValidationError("the message body is empty")
-        if len(message.body) > self.max_message_size:
-            raise client_errors.MessageValidationError(
-                f"body of {len(message.body)} bytes exceeds {self.max_message_size}"
-            )
+    def _prepare(self, message: Message) -> Outgoing:
+        """Validate, set ``UNIQ_KEY`` and compress: the request minus its queue."""
+        validate(message, self.max_message_size)
+        return prepare(message, self._set_unique_key(message), self.compress_over)
 
     def _set_unique_key(self, message: Message) -> str:
         unique = message.unique_key
@@ -506,29 +412,7 @@ class Producer(AsyncLifecycle):
             message.unique_key = unique
         return unique
 
-    def _prepare(self, message: Message) -> _Outgoing:
-        """Validate, set ``UNIQ_KEY`` and compress: the request minus its queue."""
-        self._validate(message)
-        msg_id = self._set_unique_key(message)
-        body = bytes(message.body)
-        sys_flag = 0
-        if len(body) >= self.compress_over:
-            body = zlib.compress(body, _ZLIB_LEVEL)
-            sys_flag |= sysflag.COMPRESSED_FLAG
-        if message.properties.get(props.PropertyName.TRAN_MSG, "").lower() == "true":
-            sys_flag |= sysflag.TRANSACTION_PREPARED_TYPE
-        return _Outgoing(
-            message.topic,
-            RequestCode.SEND_MESSAGE_V2,
-            body,
-            sys_flag,
-            message.flag,
-            props.encode_properties(message.properties),
-            False,
-            msg_id,
-        )
-
-    def _request(self, outgoing: _Outgoing, queue_id: int, *, oneway: bool) -> RemotingCommand:
+    def _request(self, outgoing: Outgoing, queue_id: int, *, oneway: bool) -> RemotingCommand:
         header = SendFields(
             self.group,
             outgoing.topic,
@@ -556,7 +440,7 @@ class Producer(AsyncLifecycle):
             )
         return addr
 
-    async def _send(self, outgoing: _Outgoing, queue: routing.MessageQueue | None) -> SendResult:
+    async def _send(self, outgoing: Outgoing, queue: routing.MessageQueue | None) -> SendResult:
         """Send with retries on other brokers, within ``send_timeout`` overall."""
         client, routes = self._started()
         deadline = time.monotonic() + self.send_timeout
@@ -576,7 +460,7 @@ class Producer(AsyncLifecycle):
                 conn = await self._connection(client, addr)
                 request = self._request(outgoing, target.queue_id, oneway=False)
                 response = await conn.invoke(request, deadline - time.monotonic())
-                result = self._result(outgoing, target, response)
+                result = read_send_result(outgoing.msg_id, target, response)
                 if queue is None:
                     self._record_latency(target, started, failed=False)
                 return result
@@ -693,15 +577,3 @@ class Producer(AsyncLifecycle):
             return await asyncio.wait_for(routes.refresh(info.topic), remaining)
         except (TimeoutError, errors.RemotingError, client_errors.MQClientError):
             return info
-
-    @staticmethod
-    def _result(
-        outgoing: _Outgoing, queue: routing.MessageQueue, response: RemotingCommand
-    ) -> SendResult:
-        status = _STATUS_BY_CODE.get(response.code)
-        if status is None:
-            raise client_errors.for_code(response.code, response.remark, queue.broker_name)
-        header = SendMessageResponseHeader.decode(response.ext_fields)
-        if header.queue_id != queue.queue_id:
-            queue = routing.MessageQueue(queue.topic, queue.broker_name, header.queue_id)
-        return SendResult(status, outgoing.msg_id, header.msg_id, queue, header.queue_offset)
