@@ -6,6 +6,7 @@ import pytest
 
 from rocketkube.common.protocol.send_headers import (
     SendFields,
+    SendHeaderTemplate,
     SendMessageRequestHeaderV2,
     encode_send_header_v2,
     parse_send_header,
@@ -24,3 +25,19 @@ def test_matches_the_generic_encoder(header: SendMessageRequestHeaderV2) -> None
     assert header.encode() == generic
     assert list(header.encode()) == list(generic)  # same key order on the wire
     assert encode_send_header_v2(SendFields(*parse_send_header(generic, v2=True))) == generic
+
+
+@pytest.mark.parametrize(
+    ("properties", "batch"),
+    [("UNIQ_KEY\x01X\x02TAGS\x01T", False), (None, False), ("", True), ("UNIQ_KEY\x01X", True)],
+)
+def test_template_matches_the_encoder(properties: str | None, batch: bool) -> None:
+    template = SendHeaderTemplate("PG", "TBW102", 4)
+    ext = template.ext("Topic", 3, 1, 1700000000000, 7, properties, batch=batch)
+    fields = SendFields(
+        "PG", "Topic", "TBW102", 4, 3, 1, 1700000000000, 7,
+        properties or None, 0, False, None, True if batch else None,
+    )  # fmt: skip
+    expected = encode_send_header_v2(fields)
+    assert ext == expected
+    assert list(ext) == list(expected)

@@ -52,10 +52,7 @@ from rocketkube.common.message import properties as props
 from rocketkube.common.message.model import Message
 from rocketkube.common.protocol.admin_headers import UnregisterClientRequestHeader
 from rocketkube.common.protocol.heartbeat import HeartbeatData
-from rocketkube.common.protocol.send_headers import (
-    SendFields,
-    encode_send_header_v2,
-)
+from rocketkube.common.protocol.send_headers import SendHeaderTemplate
 from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
@@ -181,6 +178,7 @@ class Producer(AsyncLifecycle):
         self.batch_max_bytes = batch_max_bytes
         self.total_batch_max_bytes = total_batch_max_bytes
         self._accumulator: Accumulator[_BatchKey, SendResult] | None = None
+        self._headers = self._header_template()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -190,6 +188,7 @@ class Producer(AsyncLifecycle):
             raise client_errors.ClientStateError("the producer is closed")
         if self._client is not None:
             return
+        self._headers = self._header_template()  # group and queue nums may be set until now
         self._client = RemotingClient(
             _BrokerRequests(self._serve_broker_request),
             connect_timeout=self.send_timeout,
@@ -412,23 +411,19 @@ class Producer(AsyncLifecycle):
             message.unique_key = unique
         return unique
 
+    def _header_template(self) -> SendHeaderTemplate:
+        return SendHeaderTemplate(self.group, routing.DEFAULT_TOPIC, self.default_topic_queue_nums)
+
     def _request(self, outgoing: Outgoing, queue_id: int, *, oneway: bool) -> RemotingCommand:
-        header = SendFields(
-            self.group,
+        ext = self._headers.ext(
             outgoing.topic,
-            routing.DEFAULT_TOPIC,
-            self.default_topic_queue_nums,
             queue_id,
             outgoing.sys_flag,
-            int(time.time() * 1000),
+            time.time_ns() // 1_000_000,
             outgoing.flag,
-            outgoing.properties or None,
-            0,
-            False,
-            None,
-            True if outgoing.batch else None,
+            outgoing.properties,
+            batch=outgoing.batch,
         )
-        ext = encode_send_header_v2(header)
         return RemotingCommand.request(outgoing.code, ext, outgoing.body, oneway=oneway)
 
     @staticmethod
@@ -444,20 +439,23 @@ class Producer(AsyncLifecycle):
         """Send with retries on other brokers, within ``send_timeout`` overall."""
         client, routes = self._started()
         deadline = time.monotonic() + self.send_timeout
-        info = await routes.get(outgoing.topic)
+        # Cached route and open connection taken without awaiting: the common case of
+        # every send, where a coroutine per lookup is most of the cost of the lookup.
+        info = routes.cached(outgoing.topic) or await routes.get(outgoing.topic)
         self._topics.add(outgoing.topic)
         attempts = 1 if queue is not None else 1 + max(0, self.retry_times_when_send_failed)
         last_broker: str | None = None
         last_error: errors.RocketKubeError | None = None
         for _ in range(attempts):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            started = time.monotonic()
+            if started >= deadline:
                 break
             target = queue or self._select(info, last_broker)
-            started = time.monotonic()
             try:
                 addr = self._master(info, target)
-                conn = await self._connection(client, addr)
+                conn = self._registered.get(addr)
+                if conn is None or not conn.is_open:
+                    conn = await self._connection(client, addr)
                 request = self._request(outgoing, target.queue_id, oneway=False)
                 response = await conn.invoke(request, deadline - time.monotonic())
                 result = read_send_result(outgoing.msg_id, target, response)

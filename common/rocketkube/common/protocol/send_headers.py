@@ -39,6 +39,7 @@ __all__ = [
     "MSG_REGION",
     "TRACE_ON",
     "SendFields",
+    "SendHeaderTemplate",
     "SendMessageRequestHeader",
     "SendMessageRequestHeaderV2",
     "SendMessageResponseHeader",
@@ -213,6 +214,55 @@ def encode_send_header_v2(header: SendFields | SendMessageRequestHeader) -> dict
     if header.batch is not None:
         ext["m"] = "true" if header.batch else "false"
     return ext
+
+
+class SendHeaderTemplate:
+    """The V2 extFields of one producer's sends, its fixed fields encoded once.
+
+    :meth:`ext` gives what :func:`encode_send_header_v2` gives for a :class:`SendFields`
+    of this producer group and default topic, with ``reconsumeTimes`` 0 and ``unitMode``
+    false (what Java's producer sends), ``maxReconsumeTimes`` absent and ``batch`` true
+    only for batches; in the same key order. A producer encodes one header per message:
+    skipping the intermediate tuple and the constant fields' conversions halves its cost.
+    """
+
+    __slots__ = ("_default_topic", "_group", "_queue_nums")
+
+    def __init__(self, producer_group: str, default_topic: str, default_topic_queue_nums: int):
+        self._group = producer_group
+        self._default_topic = default_topic
+        self._queue_nums = str(default_topic_queue_nums)
+
+    def ext(
+        self,
+        topic: str,
+        queue_id: int,
+        sys_flag: int,
+        born_timestamp: int,
+        flag: int,
+        properties: str | None,
+        *,
+        batch: bool = False,
+    ) -> dict[str, str]:
+        """The extFields of a send of ``topic`` to ``queue_id`` (``properties`` ``None`` or
+        empty: no ``i``)."""
+        ext = {
+            "a": self._group,
+            "b": topic,
+            "c": self._default_topic,
+            "d": self._queue_nums,
+            "e": str(queue_id),
+            "f": str(sys_flag),
+            "g": str(born_timestamp),
+            "h": str(flag),
+        }
+        if properties:
+            ext["i"] = properties
+        ext["j"] = "0"
+        ext["k"] = "false"
+        if batch:
+            ext["m"] = "true"
+        return ext
 
 
 @dataclass(frozen=True, slots=True)
