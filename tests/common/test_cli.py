@@ -57,6 +57,15 @@ def test_local_plan_starts_a_name_server_and_brokers(tmp_path: Path) -> None:
     assert str(tmp_path / "broker-b") in broker_b.args
 
 
+def test_local_plan_moves_the_brokers_to_another_port(tmp_path: Path) -> None:
+    """A second local cluster on the same machine needs its own broker ports."""
+    _namesrv, broker_a, broker_b = local.plan(tmp_path, 19876, brokers=2, broker_port=20911)
+    assert broker_a.args[broker_a.args.index("--port") + 1] == "20911"
+    assert broker_b.args[broker_b.args.index("--port") + 1] == "20921"
+    args = cli.build_parser(cli.discover()).parse_args(["local", "--broker-port", "20911"])
+    assert args.broker_port == 20911
+
+
 def test_bad_config_is_a_clear_error(tmp_path: Path) -> None:
     conf = tmp_path / "namesrv.properties"
     conf.write_text("listenPort=notaport\n")

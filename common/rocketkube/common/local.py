@@ -27,10 +27,20 @@ class Child:
     args: list[str]
 
 
-def plan(data_dir: Path, namesrv_port: int, brokers: int = 1) -> list[Child]:
+DEFAULT_BROKER_PORT = 10911
+
+
+def broker_ports(first: int, brokers: int) -> list[int]:
+    """Broker ``i`` listens on ``first + 10*i``: room for each one's HTTP port (+3)."""
+    return [first + 10 * i for i in range(brokers)]
+
+
+def plan(
+    data_dir: Path, namesrv_port: int, brokers: int = 1, broker_port: int = DEFAULT_BROKER_PORT
+) -> list[Child]:
     """The processes of a local cluster (pure: tested without starting anything).
 
-    Broker ``i`` is ``broker-<letter>``, a master on port 10911 + 10*i (HTTP on +3),
+    Broker ``i`` is ``broker-<letter>``, a master on ``broker_port`` + 10*i (HTTP on +3),
     with its store under ``data_dir/broker-<letter>``.
     """
     children = [
@@ -44,7 +54,7 @@ def plan(data_dir: Path, namesrv_port: int, brokers: int = 1) -> list[Child]:
             ],
         ),
     ]  # fmt: skip
-    for i in range(brokers):
+    for i, port in enumerate(broker_ports(broker_port, brokers)):
         name = f"broker-{chr(ord('a') + i)}"
         children.append(
             Child(
@@ -53,7 +63,7 @@ def plan(data_dir: Path, namesrv_port: int, brokers: int = 1) -> list[Child]:
                     "broker",
                     "--namesrv-addr", f"127.0.0.1:{namesrv_port}",
                     "--broker-name", name,
-                    "--port", str(10911 + 10 * i),
+                    "--port", str(port),
                     "--broker-ip", "127.0.0.1",
                     "--store", str(data_dir / name),
                 ],
@@ -99,14 +109,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", default=".data", help="where stores and configs live")
     parser.add_argument("--namesrv-port", type=int, default=9876)
     parser.add_argument("--brokers", type=int, default=1, help="broker masters to start")
+    parser.add_argument(
+        "--broker-port", type=int, default=DEFAULT_BROKER_PORT,
+        help=f"the first broker's port (default {DEFAULT_BROKER_PORT}); the next ones +10 each",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
     runtime.configure_logging()
     data_dir = Path(args.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
-    children = plan(data_dir, args.namesrv_port, args.brokers)
-    brokers = ", ".join(f"127.0.0.1:{10911 + 10 * i}" for i in range(args.brokers))
+    children = plan(data_dir, args.namesrv_port, args.brokers, args.broker_port)
+    brokers = ", ".join(
+        f"127.0.0.1:{port}" for port in broker_ports(args.broker_port, args.brokers)
+    )
     print(
         f"local cluster: name server 127.0.0.1:{args.namesrv_port}, brokers {brokers}; "
         f"metrics on http://127.0.0.1:{args.namesrv_port + 1}/metrics and each broker's "
