@@ -75,9 +75,9 @@ class IndexFile:
     write-protects the pages again. Entries are appended through the mapping (sequential).
     """
 
-    __slots__ = ("_dirty", "_slot_base", "_slots", "_snapshot", "begin_phys", "begin_ts", "count",
-                 "end_phys", "end_ts", "entries_at", "flushed_count", "index_num", "mapped",
-                 "slot_num", "slots_used")  # fmt: skip
+    __slots__ = ("_dirty", "_slot_base", "_slots", "_snapshot", "_whole_flush_pages",
+                 "begin_phys", "begin_ts", "count", "end_phys", "end_ts", "entries_at",
+                 "flushed_count", "index_num", "mapped", "slot_num", "slots_used")  # fmt: skip
 
     def __init__(self, path: Path, slot_num: int, index_num: int) -> None:
         size = _HEADER_SIZE + slot_num * 4 + index_num * _ENTRY_SIZE
@@ -94,6 +94,8 @@ class IndexFile:
         self._slots: bytearray | mmap.mmap = self.mapped.mm
         self._slot_base = _HEADER_SIZE
         self._dirty: set[int] = set()
+        self._whole_flush_pages = (slot_num * 4 >> _PAGE_SHIFT) // 4
+        """Past this many changed slot pages, a flush writes the whole table."""
         self._snapshot: bytearray | None = None
 
     def __repr__(self) -> str:
@@ -148,7 +150,10 @@ class IndexFile:
         """
         slots = self._slots
         base = self._slot_base
-        dirty = self._dirty if base == 0 else None
+        # Pages changed are tracked in the shadow only, and only until the next flush is
+        # going to copy the whole table anyway.
+        tracked = base == 0 and len(self._dirty) <= self._whole_flush_pages
+        dirty = self._dirty if tracked else None
         slot_num = self.slot_num
         mm = self.mapped.mm
         entries_at = self.entries_at
@@ -201,7 +206,7 @@ class IndexFile:
             return []
         shadow = self._slots
         size = 1 << _PAGE_SHIFT
-        if len(self._dirty) * size * 4 > len(shadow):
+        if len(self._dirty) > self._whole_flush_pages:
             self._dirty.clear()
             if self._snapshot is None:
                 self._snapshot = bytearray(len(shadow))

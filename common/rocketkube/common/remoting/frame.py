@@ -83,7 +83,7 @@ def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
         ext = {}
     elif type(raw_ext) is not dict:
         raise errors.ProtocolError("JSON header extFields is not an object")
-    elif not raw_ext or set(map(type, raw_ext.values())) == _ONLY_STR:
+    elif _ONLY_STR.issuperset(map(type, raw_ext.values())):
         ext = raw_ext  # the common case (Java, Go): already strings, nothing to coerce
     else:
         ext = {}
