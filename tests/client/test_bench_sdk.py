@@ -74,12 +74,14 @@ async def test_bench_producer_against_a_broker(
     namesrv: NamesrvApp, broker: BrokerApp, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = "producer -t BenchSdkTopic -w 8 -s 64 -k --messages 200 --interval 60 --json"
+    argv += " --send-timeout-ms 30000"  # the machines stall for seconds at times
     args = cli.main_parser().parse_args([*argv.split(), "-n", namesrv.address])
     assert await cli.run_client_bench(args) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["benchmark"] == "producer"
     assert (summary["messages"], summary["failed"]) == (200, 0)
     assert summary["settings"]["body_size"] == 64
+    assert summary["settings"]["send_timeout"] == 30.0
     assert summary["client_us_per_msg"] > 0
     assert broker.ctx is not None
     stored = sum(broker.ctx.store.max_offset("BenchSdkTopic", q) for q in range(8))
@@ -90,6 +92,7 @@ async def test_bench_producer_auto_batch(
     namesrv: NamesrvApp, broker: BrokerApp, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = "producer -t BenchSdkBatch -w 32 --messages 300 --interval 60 --json --auto-batch"
+    argv += " --send-timeout-ms 30000"
     args = cli.main_parser().parse_args([*argv.split(), "--batch-max-delay-ms", "5"])
     args.namesrv_addr = namesrv.address
     assert await cli.run_client_bench(args) == 0
@@ -114,6 +117,7 @@ async def test_bench_tproducer_commits_and_rolls_back(
     namesrv: NamesrvApp, broker: BrokerApp, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = "tproducer -t BenchTxTopic -w 4 --messages 100 --rollback-rate 0.3 --json"
+    argv += " --send-timeout-ms 30000"
     args = cli.main_parser().parse_args([*argv.split(), "-n", namesrv.address])
     assert await cli.run_client_bench(args) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -139,6 +143,7 @@ async def test_bench_consumer_prefills_and_consumes(
     namesrv: NamesrvApp, broker: BrokerApp, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = "consumer -t BenchConsumeTopic -w 8 --messages 300 --duration 120 --prefill --json"
+    argv += " --send-timeout-ms 30000"
     args = cli.main_parser().parse_args([*argv.split(), "-n", namesrv.address])
     assert await cli.run_client_bench(args) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

@@ -261,6 +261,13 @@ def configure_client(parser: argparse.ArgumentParser, defaults: sdk.ClientBenchS
         default=defaults.interval,
         help=f"seconds between reports (default {defaults.interval:g})",
     )
+    add(
+        "--send-timeout-ms",
+        type=_positive,
+        default=round(defaults.send_timeout * 1000),
+        help="a send's timeout, RocketMQ's sendMsgTimeout "
+        f"(default {round(defaults.send_timeout * 1000)} ms)",
+    )
     add("--json", action="store_true", help="print only the JSON summary on stdout")  # fmt: skip
 
 
@@ -364,6 +371,7 @@ def client_settings_from(args: argparse.Namespace) -> sdk.ClientBenchSettings:
         prefill=getattr(args, "prefill", False) or not args.namesrv_addr,
         auto_batch=getattr(args, "auto_batch", False),
         batch_max_delay_ms=getattr(args, "batch_max_delay_ms", _BATCH_MAX_DELAY_MS),
+        send_timeout=args.send_timeout_ms / 1000,
     )
 
 
