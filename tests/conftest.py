@@ -156,6 +156,13 @@ def create_topic(namesrv: NamesrvApp, broker: BrokerApp) -> CreateTopic:
     return create
 
 
+@pytest.fixture
+async def routed_topic(create_topic: CreateTopic, names: tuple[str, str]) -> str:
+    """The fresh topic of ``names``, created with 4 queues and routed."""
+    await create_topic(names[0], 4)
+    return names[0]
+
+
 def test_operator_is_the_standard_library() -> None:
     """Guard: no source root or tests/ package may shadow the stdlib ``operator``."""
     assert operator.__file__ is not None

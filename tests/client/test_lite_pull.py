@@ -22,9 +22,8 @@ CreateTopic = Callable[..., Awaitable[None]]
 
 
 @pytest.fixture
-async def topic(create_topic: CreateTopic, names: tuple[str, str]) -> str:
-    await create_topic(names[0], QUEUES)
-    return names[0]
+def topic(routed_topic: str) -> str:
+    return routed_topic
 
 
 @pytest.fixture

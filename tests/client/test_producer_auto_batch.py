@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -21,13 +21,10 @@ from rocketkube.namesrv.app import NamesrvApp
 WAIT_SECONDS = 10.0
 QUEUES = 4
 
-CreateTopic = Callable[..., Awaitable[None]]
-
 
 @pytest.fixture
-async def topic(create_topic: CreateTopic, names: tuple[str, str]) -> str:
-    await create_topic(names[0], QUEUES)
-    return names[0]
+def topic(routed_topic: str) -> str:
+    return routed_topic
 
 
 @pytest.fixture
