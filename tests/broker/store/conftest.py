@@ -88,6 +88,7 @@ def config(tmp_path: Path) -> StoreConfig:
         max_index_num=256,
         flush_interval_commit_log=20,
         flush_interval_consume_queue=20,
+        flush_interval_index=20,
         clean_resource_interval=60_000,
         delete_when="99",
         max_message_size=16 * 1024,

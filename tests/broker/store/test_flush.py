@@ -83,7 +83,8 @@ async def test_many_waiters_on_one_flush(config: StoreConfig, msg: MakeMessage) 
 
 async def test_sync_flush_timeout(config: StoreConfig, msg: MakeMessage) -> None:
     fsync = CountingFsync(real=False)
-    store = MessageStore(sync_config(config, sync_flush_timeout=300), fsync=fsync)
+    # Long enough that the flushes after the disk is back meet it on a stalling machine.
+    store = MessageStore(sync_config(config, sync_flush_timeout=2000), fsync=fsync)
     await store.start()
     fsync.release.clear()  # the disk hangs
     try:
@@ -131,6 +132,41 @@ async def test_async_flush_runs_in_background(config: StoreConfig, msg: MakeMess
     point.load()
     assert point.clean_max_offset == end
     assert not store.paths.abort.exists()
+
+
+async def test_safe_offset_waits_for_the_index_flush(config: StoreConfig, msg: MakeMessage) -> None:
+    """The index is flushed less often than the consume queues; the checkpoint's safe
+    offset (where a crash scan starts) must not pass what the index has on disk."""
+    from dataclasses import replace
+
+    store = MessageStore(replace(config, flush_interval_index=3_600_000))
+    await store.start()
+    point = checkpoint.Checkpoint(store.paths.checkpoint)
+
+    async def checkpoint_covers(timestamp: int) -> None:
+        for _ in range(500):
+            point.load()
+            if point.logics_msg_timestamp >= timestamp:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("the consume queue flush did not run")
+
+    first = store.put_message(msg(keys="k1")).appended[0]
+    await checkpoint_covers(first.store_timestamp)  # the first round flushes the index too
+    indexed = store.commit_log_max_offset
+    assert point.safe_offset == indexed
+    assert point.index_msg_timestamp == first.store_timestamp
+    await asyncio.sleep(0.005)
+    second = store.put_message(msg(keys="k2")).appended[0]
+    assert second.store_timestamp > first.store_timestamp
+    await checkpoint_covers(second.store_timestamp)
+    assert point.safe_offset == indexed  # the index is not due for an hour
+    assert point.index_msg_timestamp == first.store_timestamp
+    end = store.commit_log_max_offset
+    await store.shutdown()  # a clean shutdown flushes everything
+    point.load()
+    assert point.safe_offset == point.clean_max_offset == end
+    assert point.index_msg_timestamp == second.store_timestamp
 
 
 def test_sync_flush_without_event_loop_flushes_inline(

@@ -15,9 +15,10 @@ One flush covers every append made before it started, so N concurrent senders co
 (the data stays appended and is flushed later). ``ASYNC_FLUSH`` instead flushes every
 ``flushIntervalCommitLog`` ms.
 
-Consume queues, index files and then the checkpoint are flushed every
-``flushIntervalConsumeQueue`` ms; the checkpoint's safe offset is only advanced after the
-files it vouches for are on disk. ``fdatasync`` never runs on the event loop; files handed
+Consume queues and then the checkpoint are flushed every ``flushIntervalConsumeQueue`` ms,
+index files with them every ``flush_interval_index`` ms; the checkpoint's safe offset is
+only advanced after the files it vouches for are on disk, so it never passes the last
+index flush. ``fdatasync`` never runs on the event loop; files handed
 to the worker thread are pinned so nothing closes them meanwhile, and the thread is
 shielded from cancellation so shutdown never closes a descriptor under it.
 """
@@ -227,6 +228,11 @@ class LogicsFlusher:
         self._index = index_service
         self._checkpoint = point
         self._interval = config.flush_interval_consume_queue / 1000
+        self._index_interval = config.flush_interval_index / 1000
+        self._index_due = 0.0
+        """Loop time of the next periodic index flush (the first round does one)."""
+        self._index_safe = 0
+        """Commit log offset dispatched when the index was last flushed."""
         self._fsync = fsync
         self._task: asyncio.Task[None] | None = None
         self._written = b""
@@ -246,19 +252,26 @@ class LogicsFlusher:
             self._task = None
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(self._interval)
+            with_index = loop.time() >= self._index_due
             try:
-                await self.flush()
+                await self.flush(with_index=with_index)
             except OSError:
                 _log.exception("consume queue / checkpoint flush failed")
+            else:
+                if with_index:
+                    self._index_due = loop.time() + self._index_interval
 
-    async def flush(self, *, clean_max_offset: int = -1) -> None:
-        """One round: queue and index files, then the checkpoint (if it changed)."""
+    async def flush(self, *, clean_max_offset: int = -1, with_index: bool = True) -> None:
+        """One round: queue files and (``with_index``) index files, then the checkpoint
+        (if it changed)."""
         dispatched = self._log.max_offset
         dispatched_ts = self._log.last_store_timestamp
         queue_files = self._queues.dirty()
-        prepared = self._index.prepare_flush() if self._index is not None else []
+        index_service = self._index if with_index else None
+        prepared = index_service.prepare_flush() if index_service is not None else []
         files = [m for m, _ in queue_files] + [f.mapped for f, _, _ in prepared]
 
         def write_slots() -> None:
@@ -275,9 +288,12 @@ class LogicsFlusher:
             mapped.flushed = max(mapped.flushed, position)
         index.IndexService.finish_flush(prepared)
         point = self._checkpoint
-        point.safe_offset = min(self._log.flushed_offset, dispatched)
+        if with_index or self._index is None:
+            self._index_safe = dispatched
+            point.index_msg_timestamp = dispatched_ts
+        point.safe_offset = min(self._log.flushed_offset, dispatched, self._index_safe)
         point.physic_msg_timestamp = self._log_flusher.flushed_timestamp
-        point.logics_msg_timestamp = point.index_msg_timestamp = dispatched_ts
+        point.logics_msg_timestamp = dispatched_ts
         point.clean_max_offset = clean_max_offset
         page = point.encode()
         if page != self._written:
