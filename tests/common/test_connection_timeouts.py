@@ -78,3 +78,20 @@ async def test_a_cancelled_request_leaves_nothing_pending(conn: Connection) -> N
     assert not conn._pending
     await asyncio.sleep(0.3)  # the sweep at the cancelled request's deadline finds nothing
     assert conn.is_open
+
+
+async def test_invoke_future_gets_the_answer_or_the_timeout(conn: Connection) -> None:
+    answer = await asyncio.wait_for(conn.invoke_future(_slow_request(0), 5), WAIT_SECONDS)
+    assert answer.remark == "0"
+    with pytest.raises(errors.RemotingTimeoutError, match=r"request code 1001 within 0\.100s"):
+        await asyncio.wait_for(conn.invoke_future(_slow_request(2), 0.1), WAIT_SECONDS)
+    assert not conn._pending
+    assert conn.is_open
+
+
+async def test_invoke_future_on_a_closed_connection_raises_at_once(conn: Connection) -> None:
+    conn.abort()
+    await asyncio.wait_for(conn.closed, WAIT_SECONDS)
+    with pytest.raises(errors.ConnectionClosedError):
+        conn.invoke_future(_slow_request(0), 5)
+    assert not conn._pending

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import time
@@ -96,6 +97,18 @@ class _BrokerRequests:
         return self._serve(conn, request)
 
 
+class _Attempt(NamedTuple):
+    """One try of a send: the queue it went to and when, and how it failed (if it did)."""
+
+    info: routing.TopicPublishInfo
+    target: routing.MessageQueue
+    addr: str
+    started: float
+    deadline: float
+    """Of the whole send, retries included (``time.monotonic()``)."""
+    error: errors.RocketKubeError | None = None
+
+
 class _BatchKey(NamedTuple):
     """What messages must share to be batched together (Java's ``AggregateKey``)."""
 
@@ -168,7 +181,7 @@ class Producer(AsyncLifecycle):
         )
         self._client: RemotingClient | None = None
         self._routes: routing.RouteCache | None = None
-        self._pending: set[asyncio.Task[Any]] = set()
+        self._pending: set[asyncio.Future[Any]] = set()
         self._topics: set[str] = set()
         self._registered: dict[str, Connection] = {}
         self._heartbeat_task: asyncio.Task[None] | None = None
@@ -270,7 +283,19 @@ class Producer(AsyncLifecycle):
         batched = self._accumulate(message, outgoing, queue)
         if batched is not None:
             return await batched
-        return await self._send(outgoing, queue)
+        first = self._start(outgoing, queue)
+        if first is None:
+            return await self._send(outgoing, queue)
+        attempt, reply = first
+        if reply is None:
+            return await self._send(outgoing, queue, attempt)
+        try:
+            return self._finish(outgoing, queue, attempt, await reply)
+        except (errors.RemotingError, client_errors.MQClientError) as exc:
+            if not self._note_failure(queue, attempt, exc):
+                raise
+            failed = attempt._replace(error=exc)
+        return await self._send(outgoing, queue, failed)
 
     async def send_oneway(
         self, message: Message, *, queue: routing.MessageQueue | None = None
@@ -296,7 +321,7 @@ class Producer(AsyncLifecycle):
         outgoing = self._prepare(message)
         future = self._accumulate(message, outgoing, None)
         if future is None:
-            future = self._spawn(self._send(outgoing, None))
+            future = self._send_without_task(outgoing)
         if callback is not None:
             future.add_done_callback(callback)
         return future
@@ -349,6 +374,44 @@ class Producer(AsyncLifecycle):
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
         return task
+
+    def _send_without_task(self, outgoing: Outgoing) -> asyncio.Future[SendResult]:
+        """:meth:`send_async`'s future: the first attempt's answer settles it from a
+        callback, so only a retry (or a first send to a broker) costs a task."""
+        first = self._start(outgoing, None)
+        if first is None:
+            return self._spawn(self._send(outgoing, None))
+        attempt, reply = first
+        if reply is None:
+            return self._spawn(self._send(outgoing, None, attempt))
+        future: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
+        self._pending.add(future)
+        reply.add_done_callback(functools.partial(self._settle, outgoing, attempt, future))
+        return future
+
+    def _settle(
+        self,
+        outgoing: Outgoing,
+        attempt: _Attempt,
+        future: asyncio.Future[SendResult],
+        reply: asyncio.Future[RemotingCommand],
+    ) -> None:
+        """Complete ``future`` from the first attempt's ``reply``, or retry in a task."""
+        self._pending.discard(future)
+        if future.done():  # cancelled by the caller
+            return
+        try:
+            result = self._finish(outgoing, None, attempt, reply.result())
+        except (errors.RemotingError, client_errors.MQClientError) as exc:
+            if self._note_failure(None, attempt, exc):
+                retry = self._spawn(self._send(outgoing, None, attempt._replace(error=exc)))
+                retry.add_done_callback(functools.partial(_copy_outcome, future))
+            else:
+                future.set_exception(exc)
+        except Exception as exc:  # a bug: the caller's future still gets it
+            future.set_exception(exc)
+        else:
+            future.set_result(result)
 
     def _accumulate(
         self, message: Message, outgoing: Outgoing, queue: routing.MessageQueue | None
@@ -435,22 +498,86 @@ class Producer(AsyncLifecycle):
             )
         return addr
 
-    async def _send(self, outgoing: Outgoing, queue: routing.MessageQueue | None) -> SendResult:
-        """Send with retries on other brokers, within ``send_timeout`` overall."""
-        client, routes = self._started()
-        deadline = time.monotonic() + self.send_timeout
-        # Cached route and open connection taken without awaiting: the common case of
-        # every send, where a coroutine per lookup is most of the cost of the lookup.
-        info = routes.cached(outgoing.topic) or await routes.get(outgoing.topic)
+    def _start(
+        self, outgoing: Outgoing, queue: routing.MessageQueue | None
+    ) -> tuple[_Attempt, asyncio.Future[RemotingCommand] | None] | None:
+        """The first attempt of a send, made without a coroutine: ``None`` when the route
+        is not cached, else the attempt and the broker's reply to come, or ``None`` for
+        the reply when the chosen broker has no open connection yet (:meth:`_send` goes
+        on from there). In the common case a coroutine per step costs more than the step.
+        """
+        routes = self._routes
+        info = None if routes is None else routes.cached(outgoing.topic)
+        if not info:
+            return None
         self._topics.add(outgoing.topic)
+        started = time.monotonic()
+        target = queue or self._select(info, None)
+        addr = info.master_addr(target.broker_name)
+        attempt = _Attempt(info, target, addr or "", started, started + self.send_timeout)
+        conn = self._registered.get(addr) if addr is not None else None
+        if conn is None or not conn.is_open:
+            return attempt, None
+        request = self._request(outgoing, target.queue_id, oneway=False)
+        try:
+            return attempt, conn.invoke_future(request, self.send_timeout)
+        except errors.RemotingError:  # not sent: the retry loop tries again and handles it
+            return attempt, None
+
+    def _finish(
+        self,
+        outgoing: Outgoing,
+        queue: routing.MessageQueue | None,
+        attempt: _Attempt,
+        response: RemotingCommand,
+    ) -> SendResult:
+        """The result of an attempt's answer (the broker's error raised)."""
+        result = read_send_result(outgoing.msg_id, attempt.target, response)
+        if queue is None:
+            self._record_latency(attempt.target, attempt.started, failed=False)
+        return result
+
+    def _note_failure(
+        self, queue: routing.MessageQueue | None, attempt: _Attempt, exc: errors.RocketKubeError
+    ) -> bool:
+        """Record a failed attempt; whether it may be retried elsewhere."""
+        if queue is None:
+            self._record_latency(attempt.target, attempt.started, failed=True)
+        if not exc.retriable:
+            return False
+        log.info("send to %s failed, retrying elsewhere: %s", attempt.target.broker_name, exc)
+        return True
+
+    async def _send(
+        self,
+        outgoing: Outgoing,
+        queue: routing.MessageQueue | None,
+        first: _Attempt | None = None,
+    ) -> SendResult:
+        """Send with retries on other brokers, within ``send_timeout`` overall; from the
+        ``first`` attempt :meth:`_start` chose (and, with its ``error``, made) if given."""
+        client, routes = self._started()
         attempts = 1 if queue is not None else 1 + max(0, self.retry_times_when_send_failed)
         last_broker: str | None = None
         last_error: errors.RocketKubeError | None = None
+        target: routing.MessageQueue | None = None
+        addr: str | None = None
+        if first is None:
+            deadline = time.monotonic() + self.send_timeout
+            info = routes.cached(outgoing.topic) or await routes.get(outgoing.topic)
+            self._topics.add(outgoing.topic)
+        elif first.error is None:
+            deadline, info, target = first.deadline, first.info, first.target
+        else:
+            deadline, info, last_error = first.deadline, first.info, first.error
+            last_broker, addr, attempts = first.target.broker_name, first.addr, attempts - 1
+            info = await self._after_failure(client, routes, info, addr, last_error, deadline)
         for _ in range(attempts):
             started = time.monotonic()
             if started >= deadline:
                 break
-            target = queue or self._select(info, last_broker)
+            target = target or queue or self._select(info, last_broker)
+            attempt = _Attempt(info, target, "", started, deadline)
             try:
                 addr = self._master(info, target)
                 conn = self._registered.get(addr)
@@ -458,30 +585,38 @@ class Producer(AsyncLifecycle):
                     conn = await self._connection(client, addr)
                 request = self._request(outgoing, target.queue_id, oneway=False)
                 response = await conn.invoke(request, deadline - time.monotonic())
-                result = read_send_result(outgoing.msg_id, target, response)
-                if queue is None:
-                    self._record_latency(target, started, failed=False)
-                return result
+                return self._finish(outgoing, queue, attempt, response)
             except (errors.RemotingError, client_errors.MQClientError) as exc:
-                if queue is None:
-                    self._record_latency(target, started, failed=True)
-                if not exc.retriable:
+                if not self._note_failure(queue, attempt, exc):
                     raise
-                last_error, last_broker = exc, target.broker_name
-                log.info("send to %s failed, retrying elsewhere: %s", last_broker, exc)
-            if isinstance(last_error, errors.RemotingError) and not isinstance(
-                last_error, errors.RemotingTimeoutError
-            ):
-                # A broken connection is dropped; a slow answer is not (Java's default,
-                # clientCloseSocketIfTimeout=false): closing would fail every other send
-                # in flight on it, and a loaded broker would see a storm of reconnects.
-                client.close_connection(addr)
-            info = await self._refresh_quietly(routes, info, deadline)
+                last_error, last_broker, target = exc, target.broker_name, None
+            info = await self._after_failure(client, routes, info, addr, last_error, deadline)
         if last_error is None or time.monotonic() >= deadline:
             raise errors.RemotingTimeoutError(
                 f"send to {outgoing.topic!r} took over {self.send_timeout} s"
             ) from last_error
         raise last_error
+
+    async def _after_failure(
+        self,
+        client: RemotingClient,
+        routes: routing.RouteCache,
+        info: routing.TopicPublishInfo,
+        addr: str | None,
+        error: errors.RocketKubeError,
+        deadline: float,
+    ) -> routing.TopicPublishInfo:
+        """Drop a broken connection and re-read the route before the next attempt."""
+        if (
+            addr is not None
+            and isinstance(error, errors.RemotingError)
+            and not isinstance(error, errors.RemotingTimeoutError)
+        ):
+            # A broken connection is dropped; a slow answer is not (Java's default,
+            # clientCloseSocketIfTimeout=false): closing would fail every other send
+            # in flight on it, and a loaded broker would see a storm of reconnects.
+            client.close_connection(addr)
+        return await self._refresh_quietly(routes, info, deadline)
 
     def _select(
         self, info: routing.TopicPublishInfo, last_broker: str | None
@@ -575,3 +710,15 @@ class Producer(AsyncLifecycle):
             return await asyncio.wait_for(routes.refresh(info.topic), remaining)
         except (TimeoutError, errors.RemotingError, client_errors.MQClientError):
             return info
+
+
+def _copy_outcome(future: asyncio.Future[_T], done: asyncio.Future[_T]) -> None:
+    """Give ``future`` the outcome of ``done``, unless it was cancelled meanwhile."""
+    if future.done():
+        return
+    if done.cancelled():
+        future.cancel()
+    elif (exc := done.exception()) is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(done.result())

@@ -54,8 +54,9 @@ class Connection(asyncio.Protocol):
         self._idle_timeout = idle_timeout
         self._on_close = on_close
         self._decoder = frame.FrameDecoder()
-        # opaque -> (future, deadline); one timer per connection, at the earliest deadline.
-        self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], float]] = {}
+        # opaque -> (future, deadline, request code, timeout); one timer per connection, at
+        # the earliest deadline.
+        self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], float, int, float]] = {}
         self._expiry: asyncio.TimerHandle | None = None
         self._expiry_at = math.inf
         self._opaque = itertools.count(1)
@@ -110,7 +111,7 @@ class Connection(asyncio.Protocol):
         if self._expiry is not None:
             self._expiry.cancel()
         pending, self._pending = self._pending, {}
-        for future, _ in pending.values():
+        for future, *_ in pending.values():
             if not future.done():
                 future.set_exception(
                     errors.ConnectionClosedError(f"connection to {self.remote_address} closed")
@@ -157,23 +158,30 @@ class Connection(asyncio.Protocol):
         RemotingTimeoutError after ``timeout`` seconds (the connection stays open);
         ConnectionClosedError when the connection is lost first.
         """
+        future = self.invoke_future(request, timeout)
+        try:
+            return await future
+        finally:
+            self._pending.pop(request.opaque, None)  # cancelled: forget it now
+
+    def invoke_future(
+        self, request: RemotingCommand, timeout: float
+    ) -> asyncio.Future[RemotingCommand]:
+        """:meth:`invoke` without a coroutine: the future gets the response, or the error
+        :meth:`invoke` would raise. For callers that chain a callback (a coroutine per
+        request is a good part of a pipelining client's cost). A cancelled future's entry
+        goes when its answer or its deadline comes. Raises ConnectionClosedError at once
+        when the connection is closed.
+        """
         opaque = request.opaque = next(self._opaque)
         request.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
+        self.send(request)
         future: asyncio.Future[RemotingCommand] = self._loop.create_future()
         deadline = self._loop.time() + timeout
-        self._pending[opaque] = (future, deadline)
+        self._pending[opaque] = (future, deadline, request.code, timeout)
         if deadline < self._expiry_at:
             self._arm_expiry(deadline)
-        try:
-            self.send(request)
-            return await future
-        except _Expired:
-            raise errors.RemotingTimeoutError(
-                f"no response from {self.remote_address} to request code {request.code} "
-                f"within {timeout:.3f}s"
-            ) from None
-        finally:
-            self._pending.pop(opaque, None)
+        return future
 
     def invoke_oneway(self, request: RemotingCommand) -> None:
         request.opaque = next(self._opaque)
@@ -220,15 +228,20 @@ class Connection(asyncio.Protocol):
         now = self._loop.time()
         earliest = math.inf
         expired: list[int] = []
-        for opaque, (_, deadline) in self._pending.items():
+        for opaque, (_, deadline, _, _) in self._pending.items():
             if deadline <= now:
                 expired.append(opaque)
             elif deadline < earliest:
                 earliest = deadline
         for opaque in expired:
-            future, _ = self._pending.pop(opaque)
+            future, _, code, timeout = self._pending.pop(opaque)
             if not future.done():
-                future.set_exception(_Expired())
+                future.set_exception(
+                    errors.RemotingTimeoutError(
+                        f"no response from {self.remote_address} to request code {code} "
+                        f"within {timeout:.3f}s"
+                    )
+                )
         if earliest < math.inf:
             self._arm_expiry(earliest)
 
@@ -308,11 +321,6 @@ class Connection(asyncio.Protocol):
             self._idle_timer = self._loop.call_later(
                 self._idle_timeout - idle_for, self._check_idle
             )
-
-
-class _Expired(Exception):
-    """Set on a pending request's future by :meth:`Connection._expire`; :meth:`invoke`
-    turns it into the RemotingTimeoutError that names the request."""
 
 
 def _error(code: int, remark: str) -> RemotingCommand:
