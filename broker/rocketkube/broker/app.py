@@ -22,6 +22,7 @@ from rocketkube.broker.offsets import ConsumerOffsetManager
 from rocketkube.broker.processors import (
     admin,
     client,
+    consumer_running_info,
     delay_offsets,
     end_transaction,
     locks,
@@ -162,6 +163,7 @@ class BrokerApp:
         table.update(query.table(ctx))
         table.update(admin.table(ctx))
         table.update(reset_offset.table(ctx))
+        table.update(consumer_running_info.table(ctx))
         table.update(send_back.table(ctx))
         table.update(locks.table(ctx))
         schedule = ScheduleService(

@@ -107,6 +107,16 @@ class ClientManager:
     def consumer_group(self, group: str) -> ConsumerGroupInfo | None:
         return self.consumers.get(group)
 
+    def find_channel(self, group: str, client_id: str) -> ClientChannel | None:
+        """The open channel of ``client_id`` in ``group`` (Java ``findChannel``); None if gone."""
+        info = self.consumers.get(group)
+        if info is None:
+            return None
+        for channel in info.channels.values():
+            if channel.client_id == client_id and channel.conn.is_open:
+                return channel
+        return None
+
     def find_subscription(self, group: str, topic: str) -> SubscriptionData | None:
         info = self.consumers.get(group)
         return info.subscriptions.get(topic) if info is not None else None
