@@ -44,11 +44,17 @@ from rocketkube.common.protocol.admin_bodies import (
 )
 from rocketkube.common.protocol.consumer_headers import ResetOffsetBody, ResetOffsetRequestHeader
 from rocketkube.common.protocol.heartbeat import parse_subscription
+from rocketkube.common.protocol.running_info import (
+    ConsumerRunningInfo,
+    GetConsumerRunningInfoRequestHeader,
+)
 from rocketkube.common.protocol.topic_config import TopicConfig
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 
 __all__ = ["DEFAULT_TOPIC", "TOOLS_CONSUMER_GROUP", "AdminClient"]
 
+#: Prefix of a group's retry topic, whose route leads to the brokers its clients use.
+RETRY_PREFIX = "%RETRY%"
 #: The template topic brokers create new topics from (``TBW102``).
 DEFAULT_TOPIC = "TBW102"
 #: The group admin pulls use unless told otherwise (Java ``MixAll.TOOLS_CONSUMER_GROUP``).
@@ -276,6 +282,38 @@ class AdminClient(AdminBase):
                 last = exc
                 continue
             return ConsumerConnection.decode(response.body)
+        raise last if last is not None else MQClientError("no master broker known")
+
+    async def consumer_running_info(
+        self, group: str, client_id: str, *, jstack: bool = False
+    ) -> ConsumerRunningInfo:
+        """GET_CONSUMER_RUNNING_INFO (307): what consumer ``client_id`` of ``group`` reports
+        about itself (its properties, subscriptions, queues and figures; with ``jstack``,
+        its stacks), relayed by a broker it is connected to.
+
+        Brokers are tried as Java's admin does, the masters of ``%RETRY%<group>``'s route
+        first, then every other master; the first answer wins. Raises the broker's error
+        (SYSTEM_ERROR "The Consumer <group> <clientId> not online", CONSUME_MSG_TIMEOUT)
+        when none has the client.
+        """
+        header = GetConsumerRunningInfoRequestHeader(
+            consumer_group=group, client_id=client_id, jstack_enable=jstack
+        )
+        try:
+            preferred = await self._route_brokers(RETRY_PREFIX + group)
+        except MQClientError:
+            preferred = []
+        addrs = preferred + [a for a in await self._all_masters() if a not in preferred]
+        last: Exception | None = None
+        for addr in addrs:
+            try:
+                response = await self._invoke(
+                    addr, RequestCode.GET_CONSUMER_RUNNING_INFO, header.encode()
+                )
+            except MQClientError as exc:
+                last = exc
+                continue
+            return ConsumerRunningInfo.decode(response.body_bytes())
         raise last if last is not None else MQClientError("no master broker known")
 
     async def producer_connections(self, group: str, topic: str) -> ProducerConnection:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rocketkube.common.message.model import MessageExt
+from rocketkube.common.protocol.running_info import ProcessQueueInfo
 
 __all__ = ["ProcessQueue"]
 
@@ -36,6 +37,9 @@ class ProcessQueue:
         self.locked = False
         #: ``loop.time()`` of the last successful lock (orderly clustering).
         self.last_lock_time = 0.0
+        #: Epoch ms of the last pull answered and the last listener call (running info).
+        self.last_pull_timestamp = 0
+        self.last_consume_timestamp = 0
 
     @property
     def count(self) -> int:
@@ -79,6 +83,30 @@ class ProcessQueue:
         """The smallest offset held, or one past the largest when nothing is held."""
         firsts = [next(iter(held)) for held in (self._consuming, self._waiting) if held]
         return min(firsts) if firsts else self._max_offset + 1
+
+    def info(self, commit_offset: int, *, now_ms: int, now_monotonic: float) -> ProcessQueueInfo:
+        """This queue for GET_CONSUMER_RUNNING_INFO (Java ``fillProcessQueueInfo``): the
+        waiting messages are the cache, the orderly batch being consumed the "transaction";
+        the lock time (monotonic) is given as epoch ms, from the two clocks' readings now."""
+        lock_ms = 0
+        if self.last_lock_time:
+            lock_ms = now_ms - int((now_monotonic - self.last_lock_time) * 1000)
+        waiting, consuming = self._waiting, self._consuming
+        return ProcessQueueInfo(
+            commit_offset=commit_offset,
+            cached_msg_min_offset=next(iter(waiting)) if waiting else 0,
+            cached_msg_max_offset=next(reversed(waiting)) if waiting else 0,
+            cached_msg_count=len(waiting),
+            cached_msg_size_in_mib=self.size_bytes // (1024 * 1024),
+            transaction_msg_min_offset=next(iter(consuming)) if consuming else 0,
+            transaction_msg_max_offset=next(reversed(consuming)) if consuming else 0,
+            transaction_msg_count=len(consuming),
+            locked=self.locked,
+            last_lock_timestamp=lock_ms,
+            dropped=self.dropped,
+            last_pull_timestamp=self.last_pull_timestamp,
+            last_consume_timestamp=self.last_consume_timestamp,
+        )
 
     # -- orderly -----------------------------------------------------------------------------
 

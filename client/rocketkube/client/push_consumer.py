@@ -21,8 +21,10 @@ which a consume service (:mod:`.consume_service`) calls the listener. The pieces
   broker lock: LOCK_BATCH_MQ (41) when a queue is gained and every ``lock_interval``,
   UNLOCK_BATCH_MQ (42) when it is dropped (:mod:`.queue_locks`; a broker that does not
   know code 41 is treated as granting every lock: order then holds within one consumer).
-- **Broker requests**: NOTIFY_CONSUMER_IDS_CHANGED (40) and RESET_CONSUMER_CLIENT_OFFSET
-  (220: the listed queues restart from the given offsets).
+- **Broker requests**: NOTIFY_CONSUMER_IDS_CHANGED (40), RESET_CONSUMER_CLIENT_OFFSET
+  (220: the listed queues restart from the given offsets) and GET_CONSUMER_RUNNING_INFO
+  (307: :meth:`PushConsumer.running_info`, with the pull and consume figures of
+  :mod:`.consume_stats` measured around every pull and listener call).
 - HEART_BEAT (34) to every broker of the subscribed topics every ``heartbeat_interval``;
   :meth:`PushConsumer.close` stops pulling, waits up to ``shutdown_timeout`` for running
   listeners, persists offsets, unlocks, and sends UNREGISTER_CLIENT (35).
@@ -37,12 +39,14 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 from rocketkube.client import errors as client_errors
 from rocketkube.client import queue_locks
+from rocketkube.client import running_info as ri
 from rocketkube.client.allocation import AllocateStrategy, allocate_averagely
 from rocketkube.client.consume_service import ConcurrentConsumeService, OrderlyConsumeService
+from rocketkube.client.consume_stats import ConsumeStatsRecorder
 from rocketkube.client.consumer_core import (
     FROM_WHERE,
     ConsumeFrom,
@@ -51,7 +55,14 @@ from rocketkube.client.consumer_core import (
     retry_topic,
 )
 from rocketkube.client.lifecycle import AsyncLifecycle
-from rocketkube.client.listener import MessageListener, OrderlyMessageListener
+from rocketkube.client.listener import (
+    ConsumeContext,
+    ConsumeOrderlyStatus,
+    ConsumeStatus,
+    MessageListener,
+    OrderlyMessageListener,
+    call_listener,
+)
 from rocketkube.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
 from rocketkube.client.process_queue import ProcessQueue
 from rocketkube.client.routing import MessageQueue
@@ -59,6 +70,8 @@ from rocketkube.client.send_back import send_back
 from rocketkube.common import errors
 from rocketkube.common.message import properties as props
 from rocketkube.common.message.model import MessageExt
+from rocketkube.common.protocol import admin_bodies
+from rocketkube.common.protocol import running_info as rip
 from rocketkube.common.protocol.consumer_headers import (
     ResetOffsetBody,
     ResetOffsetRequestHeader,
@@ -82,6 +95,7 @@ DEFAULT_OFFSET_STORE_DIR: Final = Path("~/.rocketkube_offsets")
 _FLOW_CONTROL_DELAY: Final = 0.05
 _LOCK_RETRY_DELAY: Final = 0.5
 _MIB: Final = 1024 * 1024
+_Status = TypeVar("_Status", ConsumeStatus, ConsumeOrderlyStatus)
 
 
 @dataclasses.dataclass(slots=True)
@@ -183,6 +197,8 @@ class PushConsumer(AsyncLifecycle):
         self._rebalance_wanted = asyncio.Event()
         self._rebalance_lock = asyncio.Lock()
         self._closed = False
+        self._stats = ConsumeStatsRecorder()
+        self._start_ms = 0
 
     # -- configuration -----------------------------------------------------------------------
 
@@ -240,6 +256,7 @@ class PushConsumer(AsyncLifecycle):
         if self.clustering:
             topic = retry_topic(self.group)
             self._subscriptions[topic] = parse_subscription(topic, "*", _now_ms())
+        self._start_ms = _now_ms()
         core = self._core = ConsumerCore(
             self.group,
             self.namesrv_addrs,
@@ -268,7 +285,11 @@ class PushConsumer(AsyncLifecycle):
     def _make_service(self, store: OffsetStore) -> ConcurrentConsumeService | OrderlyConsumeService:
         if self._orderly_listener is not None:
             return OrderlyConsumeService(
-                self._orderly_listener,
+                self._measured(
+                    self._orderly_listener,
+                    ConsumeOrderlyStatus.SUCCESS,
+                    ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
+                ),
                 store,
                 self._send_back,
                 self._may_consume_orderly,
@@ -280,7 +301,9 @@ class PushConsumer(AsyncLifecycle):
             )
         assert self._listener is not None
         return ConcurrentConsumeService(
-            self._listener,
+            self._measured(
+                self._listener, ConsumeStatus.CONSUME_SUCCESS, ConsumeStatus.RECONSUME_LATER
+            ),
             store,
             self._send_back,
             clustering=self.clustering,
@@ -457,6 +480,7 @@ class PushConsumer(AsyncLifecycle):
                 await asyncio.sleep(_LOCK_RETRY_DELAY)
                 continue
             committed = store.read(queue) if self.clustering else None
+            started = time.monotonic()
             try:
                 result = await core.pull(
                     queue,
@@ -472,6 +496,9 @@ class PushConsumer(AsyncLifecycle):
                 continue
             if pq.dropped or self._closed:
                 return
+            pq.last_pull_timestamp = _now_ms()
+            rt_ms = (time.monotonic() - started) * 1000
+            self._stats.pulled(queue.topic, rt_ms, len(result.messages))
             if result.code == ResponseCode.PULL_OFFSET_MOVED:
                 log.warning("%s: offset %d moved to %d", queue, offset, result.next_begin_offset)
                 store.update(queue, result.next_begin_offset)
@@ -491,6 +518,27 @@ class PushConsumer(AsyncLifecycle):
             if original and message.topic == group_retry:
                 message.topic = original
         return messages
+
+    def _measured(
+        self,
+        listener: Callable[[list[MessageExt], ConsumeContext], object],
+        ok_status: _Status,
+        failed_status: _Status,
+    ) -> Callable[[list[MessageExt], ConsumeContext], Awaitable[_Status]]:
+        """``listener``, timed and counted for the running info, answering the same
+        verdict (an exception is a failure either way)."""
+
+        async def measured(messages: list[MessageExt], context: ConsumeContext) -> _Status:
+            owned = self._owned.get(context.queue)
+            if owned is not None:
+                owned.process_queue.last_consume_timestamp = _now_ms()
+            started = time.monotonic()
+            ok = await call_listener(listener, messages, context)
+            rt_ms = (time.monotonic() - started) * 1000
+            self._stats.consumed(context.queue.topic, rt_ms, len(messages), ok=ok)
+            return ok_status if ok else failed_status
+
+        return measured
 
     async def _send_back(self, message: MessageExt, queue: MessageQueue, delay_level: int) -> bool:
         core, _ = self._started()
@@ -546,9 +594,64 @@ class PushConsumer(AsyncLifecycle):
                 self._side_tasks.add(task)
                 task.add_done_callback(self._side_tasks.discard)
             return RemotingCommand.response()
+        if request.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+            running = self._core is not None and not self._closed
+            return ri.respond(request, self.group, self.running_info if running else None)
         return RemotingCommand.response(
             ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {request.code} not supported"
         )
+
+    def running_info(self) -> rip.ConsumerRunningInfo:
+        """What this consumer reports to GET_CONSUMER_RUNNING_INFO (Java
+        ``DefaultMQPushConsumerImpl.consumerRunningInfo``): its settings and ``PROP_*``
+        properties, subscriptions, every owned queue and per-topic pull/consume figures."""
+        _, store = self._started()
+        properties = ri.base_properties(
+            consume_type=ConsumeType.CONSUME_PASSIVELY.name,
+            namesrv_addrs=self.namesrv_addrs,
+            start_ms=self._start_ms,
+        )
+        properties[rip.PROP_CONSUME_ORDERLY] = "true" if self.orderly else "false"
+        properties[rip.PROP_THREADPOOL_CORE_SIZE] = str(self.consume_concurrency)
+        properties.update(ri.settings_properties(self._settings()))
+        now_ms, now_monotonic = _now_ms(), time.monotonic()
+        mq_table = {}
+        for queue, owned in self._owned.items():
+            committed = store.read(queue)
+            key = admin_bodies.MessageQueue(queue.topic, queue.broker_name, queue.queue_id)
+            mq_table[key] = owned.process_queue.info(
+                committed if committed is not None else -1,
+                now_ms=now_ms,
+                now_monotonic=now_monotonic,
+            )
+        return rip.ConsumerRunningInfo(
+            properties=properties,
+            subscriptions=tuple(self._subscriptions.values()),
+            mq_table=mq_table,
+            status_table={t: self._stats.status(t) for t in self._subscriptions},
+        )
+
+    def _settings(self) -> dict[str, object]:
+        """The settings, by the names of Java's ``DefaultMQPushConsumer`` fields."""
+        return {
+            "consumerGroup": self.group,
+            "namesrvAddr": ";".join(self.namesrv_addrs),
+            "clientId": self.client_id,
+            "messageModel": self.message_model.name,
+            "consumeFromWhere": FROM_WHERE[self.consume_from].name,
+            "consumeTimestamp": self.consume_timestamp_ms,
+            "allocateMessageQueueStrategy": getattr(self.allocate, "__name__", repr(self.allocate)),
+            "consumeThreadMin": self.consume_concurrency,
+            "consumeThreadMax": self.consume_concurrency,
+            "consumeMessageBatchMaxSize": self.consume_batch_size,
+            "pullBatchSize": self.pull_batch_size,
+            "pullThresholdForQueue": self.pull_threshold_for_queue,
+            "pullThresholdSizeForQueue": self.pull_threshold_size_for_queue_mib,
+            "maxReconsumeTimes": self.max_reconsume_times,
+            "suspendCurrentQueueTimeMillis": int(self.suspend_current_queue_time * 1000),
+            "heartbeatBrokerInterval": int(self.heartbeat_interval * 1000),
+            "persistConsumerOffsetInterval": int(self.persist_interval * 1000),
+        }
 
     async def _reset_offsets(self, offsets: dict[MessageQueue, int]) -> None:
         """Restart every listed queue this consumer owns from its new offset."""

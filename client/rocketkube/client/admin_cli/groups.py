@@ -1,11 +1,15 @@
 """Group subcommands: updateSubGroup, deleteSubGroup, consumerProgress, consumerConnection,
-producerConnection, resetOffsetByTime.
+consumerStatus, producerConnection, resetOffsetByTime.
 
 Flags are mqadmin's (``tools/.../command/{consumer,connection,offset}/``, RocketMQ 4.9.8).
 ``consumerProgress`` without ``-g`` lists every group that has a ``%RETRY%`` topic, with
-its online client count and total lag, as mqadmin does. ``resetOffsetByTime`` works for
-online and offline groups alike: the broker commits the new offsets itself (see
-``rocketkube.broker.processors.reset_offset``), so mqadmin's fallback path is not needed.
+its online client count and total lag, as mqadmin does; with ``-s true`` it asks every
+online client of the group for its running info (GET_CONSUMER_RUNNING_INFO, 307) to show
+which client IP holds each queue. ``consumerStatus`` shows one client's running info
+(``-i``) or lists the group's clients and whether they subscribe alike.
+``resetOffsetByTime`` works for online and offline groups alike: the broker commits the
+new offsets itself (see ``rocketkube.broker.processors.reset_offset``), so mqadmin's
+fallback path is not needed.
 """
 
 from __future__ import annotations
@@ -23,7 +27,13 @@ from rocketkube.client.admin_cli.base import (
     parse_timestamp_or_now,
 )
 from rocketkube.client.errors import MQBrokerError
-from rocketkube.common.protocol.admin_bodies import ConsumerConnection, ConsumeStats
+from rocketkube.common.protocol.admin_bodies import (
+    ClientConnection,
+    ConsumerConnection,
+    ConsumeStats,
+    MessageQueue,
+)
+from rocketkube.common.protocol.running_info import ConsumerRunningInfo, same_subscriptions
 from rocketkube.common.remoting.codes import ResponseCode
 
 __all__ = ["SUBCOMMANDS"]
@@ -198,7 +208,7 @@ def _configure_progress(parser: argparse.ArgumentParser) -> None:
         type=parse_bool,
         default=False,
         metavar="true|false",
-        help="accepted for mqadmin compatibility; client IPs are not shown",
+        help="true: a Client IP column, which online client holds each queue",
     )
 
 
@@ -207,7 +217,11 @@ async def _consumer_progress(session: Session) -> None:
     group = session.args.group
     if group:
         stats = await admin.consume_stats(group)
-        session.emit(render.consume_stats_json(stats), render.consumer_progress_text(stats))
+        ips = await _client_ips(session, group) if session.args.show_client_ip else None
+        session.emit(
+            render.consume_stats_json(stats, ips),
+            render.consumer_progress_text(stats, client_ips=ips),
+        )
         return
     rows: list[list[object]] = []
     data: list[dict[str, Any]] = []
@@ -264,6 +278,81 @@ async def _group_state(
             raise
         cc = None
     return stats, cc
+
+
+async def _client_ips(session: Session, group: str) -> dict[MessageQueue, str]:
+    """Queue -> the IP part of the id of the online client holding it (Java
+    ``getMessageQueueAllocationResult``); a client that does not answer is left out."""
+    admin = session.admin
+    try:
+        cc = await admin.consumer_connections(group)
+    except MQBrokerError as exc:
+        if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
+            raise
+        return {}
+    held: dict[MessageQueue, str] = {}
+    for conn in sorted(cc.connections, key=lambda c: c.client_id):
+        try:
+            info = await admin.consumer_running_info(group, conn.client_id)
+        except MQBrokerError:
+            continue
+        for mq in info.mq_table:
+            held[mq] = conn.client_id.split("@")[0]
+    return held
+
+
+# -- consumerStatus ----------------------------------------------------------------------------
+
+
+def _configure_consumer_status(parser: argparse.ArgumentParser) -> None:
+    _group(parser, "--consumerGroup")
+    parser.add_argument("-i", "--clientId", dest="client_id", help="this client only")
+    parser.add_argument(
+        "-b", "--brokerAddr", dest="broker_addr", help="list the clients this broker knows"
+    )
+    parser.add_argument(
+        "-s",
+        "--jstack",
+        dest="jstack",
+        action="store_true",
+        help="include the client's stacks (its asyncio tasks and threads, or Java's jstack)",
+    )
+
+
+async def _consumer_status(session: Session) -> None:
+    args, admin = session.args, session.admin
+    if args.client_id:
+        info = await admin.consumer_running_info(args.group, args.client_id, jstack=args.jstack)
+        session.emit(render.running_info_json(info), render.running_info_text(info))
+        return
+    cc = await admin.consumer_connections(args.group, broker_addr=args.broker_addr)
+    rows: list[tuple[ClientConnection, ConsumerRunningInfo | str]] = []
+    infos: dict[str, ConsumerRunningInfo] = {}
+    for conn in sorted(cc.connections, key=lambda c: c.client_id):
+        try:
+            info = await admin.consumer_running_info(args.group, conn.client_id, jstack=args.jstack)
+        except MQBrokerError as exc:
+            rows.append((conn, " ".join(f"{exc.remark or exc}".split())))
+            continue
+        infos[conn.client_id] = info
+        rows.append((conn, info))
+    same = same_subscriptions(infos) if infos else None
+    data = {
+        "group": args.group,
+        "clients": [
+            {
+                **render.connections_json([conn])[0],
+                **(
+                    {"runningInfo": render.running_info_json(info)}
+                    if isinstance(info, ConsumerRunningInfo)
+                    else {"error": info}
+                ),
+            }
+            for conn, info in rows
+        ],
+        "sameSubscription": same,
+    }
+    session.emit(data, render.consumer_status_text(rows, same))
 
 
 # -- consumerConnection / producerConnection ---------------------------------------------------
@@ -366,6 +455,12 @@ SUBCOMMANDS = (
         "a consumer group's online clients and subscriptions",
         _configure_consumer_connection,
         _consumer_connection,
+    ),
+    Subcommand(
+        "consumerStatus",
+        "a consumer's running info (-i), or the group's clients and whether they agree",
+        _configure_consumer_status,
+        _consumer_status,
     ),
     Subcommand(
         "producerConnection",

@@ -21,6 +21,7 @@ from rocketkube.common.protocol.admin_bodies import (
     TopicStatsTable,
 )
 from rocketkube.common.protocol.route import TopicRouteData
+from rocketkube.common.protocol.running_info import ConsumerRunningInfo
 from rocketkube.common.protocol.topic_config import TopicConfig
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "consumer_connection_json",
     "consumer_connection_text",
     "consumer_progress_text",
+    "consumer_status_text",
     "human_time",
     "key_values",
     "message_json",
@@ -38,6 +40,8 @@ __all__ = [
     "queue_json",
     "reset_offsets_json",
     "reset_offsets_text",
+    "running_info_json",
+    "running_info_text",
     "table",
     "topic_config_text",
     "topic_route_table",
@@ -46,6 +50,8 @@ __all__ = [
 ]
 
 Tz = datetime.tzinfo | None
+#: What mqadmin shows where there is no value (a queue no client holds).
+NOT_AVAILABLE = "N/A"
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
@@ -153,51 +159,43 @@ def topic_status_text(stats: TopicStatsTable, tz: Tz = None) -> str:
 # -- groups ------------------------------------------------------------------------------------
 
 
-def consume_stats_json(stats: ConsumeStats) -> dict[str, Any]:
-    return {
-        "consumeTps": stats.consume_tps,
-        "diffTotal": stats.diff_total,
-        "offsets": [
-            {
-                **queue_json(mq),
-                "brokerOffset": w.broker_offset,
-                "consumerOffset": w.consumer_offset,
-                "diff": w.broker_offset - w.consumer_offset,
-                "lastTimestamp": w.last_timestamp,
-            }
-            for mq, w in sorted(stats.offset_table.items())
-        ],
-    }
+def consume_stats_json(
+    stats: ConsumeStats, client_ips: Mapping[MessageQueue, str] | None = None
+) -> dict[str, Any]:
+    """With ``client_ips`` (``-s true``) every queue also has ``clientIp`` ("N/A": none)."""
+    offsets = []
+    for mq, w in sorted(stats.offset_table.items()):
+        entry: dict[str, Any] = {
+            **queue_json(mq),
+            "brokerOffset": w.broker_offset,
+            "consumerOffset": w.consumer_offset,
+            "diff": w.broker_offset - w.consumer_offset,
+            "lastTimestamp": w.last_timestamp,
+        }
+        if client_ips is not None:
+            entry["clientIp"] = client_ips.get(mq, NOT_AVAILABLE)
+        offsets.append(entry)
+    return {"consumeTps": stats.consume_tps, "diffTotal": stats.diff_total, "offsets": offsets}
 
 
-def consumer_progress_text(stats: ConsumeStats, tz: Tz = None) -> str:
-    """mqadmin ``consumerProgress -g``: offsets and lag per queue, then the totals."""
+def consumer_progress_text(
+    stats: ConsumeStats, tz: Tz = None, client_ips: Mapping[MessageQueue, str] | None = None
+) -> str:
+    """mqadmin ``consumerProgress -g``: offsets and lag per queue, then the totals; with
+    ``client_ips`` (``-s true``) a "#Client IP" column: who holds each queue, or "N/A"."""
     rows = []
     for mq, w in sorted(stats.offset_table.items()):
         last = human_time(w.last_timestamp, tz) if w.last_timestamp else "N/A"
-        rows.append(
-            [
-                mq.topic,
-                mq.broker_name,
-                mq.queue_id,
-                w.broker_offset,
-                w.consumer_offset,
-                w.broker_offset - w.consumer_offset,
-                last,
-            ]
-        )
-    text = table(
-        [
-            "#Topic",
-            "#Broker Name",
-            "#QID",
-            "#Broker Offset",
-            "#Consumer Offset",
-            "#Diff",
-            "#LastTime",
-        ],
-        rows,
-    )
+        row: list[object] = [mq.topic, mq.broker_name, mq.queue_id, w.broker_offset]
+        row.append(w.consumer_offset)
+        if client_ips is not None:
+            row.append(client_ips.get(mq, NOT_AVAILABLE))
+        row += [w.broker_offset - w.consumer_offset, last]
+        rows.append(row)
+    headers = ["#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset"]
+    if client_ips is not None:
+        headers.append("#Client IP")
+    text = table([*headers, "#Diff", "#LastTime"], rows)
     return f"{text}\n\nConsume TPS: {stats.consume_tps:.2f}\nDiff Total: {stats.diff_total}"
 
 
@@ -249,6 +247,103 @@ def consumer_connection_text(cc: ConsumerConnection) -> str:
         ]
     )
     return f"{connections_text(cc.connections)}\n\nBelow is subscription:\n{subs}\n\n{modes}"
+
+
+def running_info_json(info: ConsumerRunningInfo) -> dict[str, Any]:
+    """The whole running info, its queue table as a list (JSON has no object keys)."""
+    data: dict[str, Any] = {
+        "properties": dict(info.properties),
+        "subscriptionSet": [s.to_json() for s in info.subscriptions],
+        "mqTable": [{**queue_json(mq), **pq.to_json()} for mq, pq in info.mq_table.items()],
+        "statusTable": {topic: st.to_json() for topic, st in info.status_table.items()},
+    }
+    if info.jstack is not None:
+        data["jstack"] = info.jstack
+    return data
+
+
+def running_info_text(info: ConsumerRunningInfo, tz: Tz = None) -> str:
+    """mqadmin ``consumerStatus -i`` (Java ``ConsumerRunningInfo.formatString``): the
+    properties, subscriptions, queues with their cache and times, and per-topic figures."""
+    subs = table(
+        ["#Topic", "#ClassFilter", "#SubExpression"],
+        [[s.topic, str(s.class_filter_mode).lower(), s.sub_string] for s in info.subscriptions],
+    )
+    queues = table(
+        [
+            "#Topic",
+            "#Broker Name",
+            "#QID",
+            "#Consumer Offset",
+            "#Cached",
+            "#Cached MiB",
+            "#Locked",
+            "#Dropped",
+            "#Last Pull",
+            "#Last Consume",
+        ],
+        [
+            [
+                mq.topic,
+                mq.broker_name,
+                mq.queue_id,
+                pq.commit_offset,
+                pq.cached_msg_count,
+                pq.cached_msg_size_in_mib,
+                str(pq.locked).lower(),
+                str(pq.dropped).lower(),
+                human_time(pq.last_pull_timestamp, tz) or NOT_AVAILABLE,
+                human_time(pq.last_consume_timestamp, tz) or NOT_AVAILABLE,
+            ]
+            for mq, pq in info.mq_table.items()
+        ],
+    )
+    status = table(
+        ["#Topic", "#Pull RT", "#Pull TPS", "#Consume RT", "#Consume OK TPS",
+         "#Consume Failed TPS", "#Consume Failed Msgs (1h)"],
+        [
+            [topic, f"{st.pull_rt:.2f}", f"{st.pull_tps:.2f}", f"{st.consume_rt:.2f}",
+             f"{st.consume_ok_tps:.2f}", f"{st.consume_failed_tps:.2f}", st.consume_failed_msgs]
+            for topic, st in info.status_table.items()
+        ],
+    )  # fmt: skip
+    parts = [
+        f"#Consumer Properties#\n{key_values(sorted(info.properties.items()))}",
+        f"#Consumer Subscription#\n{subs}",
+        f"#Consumer MQ Detail#\n{queues}",
+        f"#Consumer RT&TPS#\n{status}",
+    ]
+    if info.jstack is not None:
+        parts.append(f"#Consumer jstack#\n{info.jstack.rstrip()}")
+    return "\n\n".join(parts)
+
+
+def consumer_status_text(
+    rows: Sequence[tuple[ClientConnection, ConsumerRunningInfo | str]], same: bool | None
+) -> str:
+    """mqadmin ``consumerStatus`` without ``-i``: each client (or why it did not answer),
+    then whether the clients subscribe alike (``same`` None: no client answered)."""
+    lines = table(
+        ["#Index", "#ClientId", "#Version", "#Queues", "#Status"],
+        [
+            [
+                index,
+                conn.client_id,
+                conn.version,
+                len(info.mq_table) if isinstance(info, ConsumerRunningInfo) else "",
+                "OK" if isinstance(info, ConsumerRunningInfo) else info,
+            ]
+            for index, (conn, info) in enumerate(rows, start=1)
+        ],
+    )
+    if same is None:
+        return lines
+    verdict = (
+        "Same subscription in the same group of consumer"
+        if same
+        else "WARN: Different subscription in the same group of consumer!!!"
+    )
+    return f"{lines}\n\n{verdict}"
 
 
 def reset_offsets_json(offsets: Mapping[MessageQueue, int]) -> list[dict[str, Any]]:
