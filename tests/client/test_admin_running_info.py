@@ -18,6 +18,7 @@ from rocketkube.client import admin_cli
 from rocketkube.client.admin import AdminClient
 from rocketkube.client.errors import MQBrokerError
 from rocketkube.client.listener import ConsumeContext
+from rocketkube.client.lite_pull import LitePullConsumer
 from rocketkube.client.producer import Producer
 from rocketkube.client.push_consumer import PushConsumer
 from rocketkube.common.message.model import Message, MessageExt
@@ -213,3 +214,19 @@ async def test_consumer_status_both_forms(live: Live, namesrv: NamesrvApp) -> No
     }
     assert data["properties"]["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
     assert "asyncio task" in data["jstack"]
+
+
+async def test_lite_pull_consumer_answers_too(
+    namesrv: NamesrvApp, create_topic: CreateTopic, names: tuple[str, str], admin: AdminClient
+) -> None:
+    topic, group = names
+    await create_topic(topic, QUEUES)
+    async with LitePullConsumer(group, namesrv.address, auto_commit=False) as consumer:
+        await consumer.subscribe(topic)
+        await until(lambda: len(consumer.assignment()) == QUEUES, "lite pull assigned")
+        assert await consumer.poll(0.2) == []
+        info = await admin.consumer_running_info(group, consumer.client_id)
+    assert info.properties[PROP_CONSUME_TYPE] == "CONSUME_ACTIVELY"
+    assert set(info.mq_table) == {MessageQueue(topic, "broker-a", i) for i in range(QUEUES)}
+    assert [s.topic for s in info.subscriptions] == [topic]
+    assert info.status_table[topic].consume_ok_tps == 0.0

@@ -17,6 +17,7 @@ starts at 0 with ``"last"`` too, as with Apache RocketMQ 4.9.8.
 ``auto_commit`` it also runs every ``auto_commit_interval`` seconds and on :meth:`close`.
 A HEART_BEAT (34) declaring a CONSUME_ACTIVELY consumer goes to every broker at start and
 every 30 s, so admin tools see the group; :meth:`close` sends UNREGISTER_CLIENT (35).
+It answers GET_CONSUMER_RUNNING_INFO (307) with :meth:`LitePullConsumer.running_info`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from collections.abc import Iterable
 from typing import Final
 
 from rocketkube.client import errors as client_errors
+from rocketkube.client import running_info as ri
+from rocketkube.client.consume_stats import ConsumeStatsRecorder
 from rocketkube.client.consumer_core import (
     FROM_WHERE,
     ConsumeFrom,
@@ -40,6 +43,8 @@ from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common import errors
 from rocketkube.common.message.model import MessageExt
+from rocketkube.common.protocol import admin_bodies
+from rocketkube.common.protocol import running_info as rip
 from rocketkube.common.protocol.heartbeat import (
     ConsumerData,
     ConsumeType,
@@ -47,7 +52,9 @@ from rocketkube.common.protocol.heartbeat import (
     SubscriptionData,
     parse_subscription,
 )
-from rocketkube.common.remoting.codes import ResponseCode
+from rocketkube.common.remoting.codes import RequestCode, ResponseCode
+from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.common.remoting.connection import Connection, Reply
 
 __all__ = ["ConsumeFrom", "LitePullConsumer"]
 
@@ -65,6 +72,7 @@ class _QueueState:
     next_offset: int | None = None
     committed: int | None = None
     epoch: int = 0
+    last_pull_ms: int = 0
 
 
 class LitePullConsumer(AsyncLifecycle):
@@ -119,6 +127,8 @@ class LitePullConsumer(AsyncLifecycle):
         self._queues: dict[MessageQueue, _QueueState] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._poll_lock = asyncio.Lock()
+        self._stats = ConsumeStatsRecorder()
+        self._start_ms = 0
         self._unrouted: dict[str, float] = {}
         """Subscribed topics without a route yet -> when to ask again (monotonic)."""
 
@@ -133,8 +143,13 @@ class LitePullConsumer(AsyncLifecycle):
             raise client_errors.ClientStateError("the consumer is closed")
         if self._core is not None:
             return
+        self._start_ms = _now_ms()
         self._core = ConsumerCore(
-            self.group, self.namesrv_addrs, self.client_id, request_timeout=self.request_timeout
+            self.group,
+            self.namesrv_addrs,
+            self.client_id,
+            request_timeout=self.request_timeout,
+            handler=self,
         )
         for topic in list(self._subscriptions):
             await self._route_or_wait(topic)
@@ -340,6 +355,7 @@ class LitePullConsumer(AsyncLifecycle):
         assert offset is not None
         epoch = state.epoch
         subscription = self._subscriptions.get(queue.topic) or parse_subscription(queue.topic, "*")
+        started = time.monotonic()
         result = await self._started().pull(
             queue,
             offset,
@@ -348,6 +364,9 @@ class LitePullConsumer(AsyncLifecycle):
             suspend=suspend,
             lite=True,
         )
+        rt_ms = (time.monotonic() - started) * 1000
+        self._stats.pulled(queue.topic, rt_ms, len(result.messages))
+        state.last_pull_ms = _now_ms()
         if self._queues.get(queue) is not state or state.epoch != epoch:
             return []  # reassigned or sought while the pull was in flight
         if result.code == ResponseCode.PULL_OFFSET_MOVED:
@@ -398,6 +417,58 @@ class LitePullConsumer(AsyncLifecycle):
             del self._queues[queue]
         for queue in sorted(wanted):
             self._queues.setdefault(queue, _QueueState())
+
+    def handle(self, conn: Connection, request: RemotingCommand) -> Reply:
+        """Serve what brokers ask this consumer: GET_CONSUMER_RUNNING_INFO only."""
+        if request.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+            running = self._core is not None and not self._closed
+            return ri.respond(request, self.group, self.running_info if running else None)
+        if request.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
+            return None  # queues are assigned by subscribe/assign, not by the group
+        return RemotingCommand.response(
+            ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {request.code} not supported"
+        )
+
+    def running_info(self) -> rip.ConsumerRunningInfo:
+        """What this consumer reports to GET_CONSUMER_RUNNING_INFO: CONSUME_ACTIVELY, its
+        settings, subscriptions, assigned queues with their committed offsets (-1: none
+        yet) and last pull, and per-topic pull figures (nothing is consumed here: the
+        application polls, so the consume figures are zero)."""
+        properties = ri.base_properties(
+            consume_type=ConsumeType.CONSUME_ACTIVELY.name,
+            namesrv_addrs=self.namesrv_addrs,
+            start_ms=self._start_ms,
+        )
+        properties.update(
+            ri.settings_properties(
+                {
+                    "consumerGroup": self.group,
+                    "namesrvAddr": ";".join(self.namesrv_addrs),
+                    "clientId": self.client_id,
+                    "messageModel": MessageModel.CLUSTERING.name,
+                    "consumeFromWhere": FROM_WHERE[self.consume_from_where].name,
+                    "consumeTimestamp": self.consume_timestamp_ms,
+                    "autoCommit": self.auto_commit,
+                    "autoCommitIntervalMillis": int(self.auto_commit_interval * 1000),
+                    "pullBatchSize": self.pull_batch_size,
+                    "pollTimeoutMillis": int(self.poll_timeout * 1000),
+                }
+            )
+        )
+        mq_table = {
+            admin_bodies.MessageQueue(q.topic, q.broker_name, q.queue_id): rip.ProcessQueueInfo(
+                commit_offset=state.committed if state.committed is not None else -1,
+                last_pull_timestamp=state.last_pull_ms,
+            )
+            for q, state in self._queues.items()
+        }
+        topics = {q.topic for q in self._queues} | set(self._subscriptions)
+        return rip.ConsumerRunningInfo(
+            properties=properties,
+            subscriptions=tuple(self._subscriptions.values()),
+            mq_table=mq_table,
+            status_table={t: self._stats.status(t) for t in sorted(topics)},
+        )
 
     async def _heartbeat(self) -> None:
         """HEART_BEAT (34) with this CONSUME_ACTIVELY consumer to every known broker."""
