@@ -9,7 +9,7 @@ import pytest
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.client.bench import cli, sdk
-from rocketkube.client.bench.stats import Report, Stats
+from rocketkube.client.bench.stats import CpuWindows, Report, Stats
 from rocketkube.namesrv.app import NamesrvApp
 
 
@@ -83,6 +83,7 @@ async def test_bench_producer_against_a_broker(
     assert summary["settings"]["body_size"] == 64
     assert summary["settings"]["send_timeout"] == 30.0
     assert summary["client_us_per_msg"] > 0
+    assert "client_us_per_msg_best_window" in summary
     assert broker.ctx is not None
     stored = sum(broker.ctx.store.max_offset("BenchSdkTopic", q) for q in range(8))
     assert stored == 200
@@ -150,3 +151,23 @@ async def test_bench_consumer_prefills_and_consumes(
     assert (summary["benchmark"], summary["prefilled"]) == ("consumer", True)
     assert summary["messages"] >= 300, "not every prefilled message was consumed"
     assert summary["latency_ms"]["max"] > 0
+
+
+def test_cpu_windows_best_and_median() -> None:
+    windows = CpuWindows(min_operations=100)
+    assert windows.as_dict() == {
+        "client_us_per_msg_best_window": None,
+        "client_us_per_msg_median_window": None,
+        "cpu_windows": 0,
+    }
+    windows.start(cpu=10.0, completed=0)
+    windows.sample(cpu=10.002, completed=100)  # 20 us per operation
+    windows.sample(cpu=10.003, completed=150)  # too few: merged into the next window
+    windows.sample(cpu=10.008, completed=200)  # 60 us
+    windows.sample(cpu=10.009, completed=300)  # 10 us
+    assert windows.per_operation == pytest.approx([20e-6, 60e-6, 10e-6])
+    assert windows.as_dict() == {
+        "client_us_per_msg_best_window": 10.0,
+        "client_us_per_msg_median_window": 20.0,
+        "cpu_windows": 3,
+    }

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import array
 import dataclasses
-from typing import Any
+import statistics
+from typing import Any, Final
 
 from rocketkube.client.bench.broker import percentile
 
@@ -113,3 +114,50 @@ class Stats:
         """The whole run up to ``now`` (closes the current window first)."""
         self.window(now)
         return _report(now - self.started, self._all, self._failed, self._bytes)
+
+
+class CpuWindows:
+    """The client's CPU seconds per operation in short windows of a run.
+
+    On a machine whose CPU is taken away from minute to minute, the whole run's figure
+    mixes fast stretches with stalled ones (a throttled process is charged for its stalls
+    too); the best and the median window say what the client costs when it runs. Windows
+    of fewer than ``min_operations`` are merged into the next, so a stall does not make a
+    window of a handful of operations.
+    """
+
+    MIN_OPERATIONS: Final = 200
+
+    def __init__(self, min_operations: int = MIN_OPERATIONS) -> None:
+        self._cpu = 0.0
+        self._completed = 0
+        self._min_operations = min_operations
+        self.per_operation: list[float] = []
+        """CPU seconds per operation of each closed window, in order."""
+
+    def start(self, cpu: float, completed: int) -> None:
+        """Open the first window at ``cpu`` process seconds and ``completed`` operations."""
+        self._cpu, self._completed = cpu, completed
+
+    def sample(self, cpu: float, completed: int) -> None:
+        """Close a window at ``cpu`` process seconds and ``completed`` operations, if it
+        holds enough operations."""
+        done = completed - self._completed
+        if done >= self._min_operations:
+            self.per_operation.append((cpu - self._cpu) / done)
+            self._cpu, self._completed = cpu, completed
+
+    def best(self) -> float | None:
+        return min(self.per_operation, default=None)
+
+    def median(self) -> float | None:
+        return statistics.median(self.per_operation) if self.per_operation else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON summary's fields (microseconds per operation)."""
+        best, median = self.best(), self.median()
+        return {
+            "client_us_per_msg_best_window": None if best is None else round(1e6 * best, 2),
+            "client_us_per_msg_median_window": None if median is None else round(1e6 * median, 2),
+            "cpu_windows": len(self.per_operation),
+        }
