@@ -45,6 +45,7 @@ from rocketkube.common.protocol.admin_bodies import (
 from rocketkube.common.protocol.consumer_headers import ResetOffsetBody, ResetOffsetRequestHeader
 from rocketkube.common.protocol.heartbeat import parse_subscription
 from rocketkube.common.protocol.running_info import (
+    CALL_CLIENT_TIMEOUT,
     ConsumerRunningInfo,
     GetConsumerRunningInfoRequestHeader,
 )
@@ -294,7 +295,8 @@ class AdminClient(AdminBase):
         Brokers are tried as Java's admin does, the masters of ``%RETRY%<group>``'s route
         first, then every other master; the first answer wins. Raises the broker's error
         (SYSTEM_ERROR "The Consumer <group> <clientId> not online", CONSUME_MSG_TIMEOUT)
-        when none has the client.
+        when none has the client. Each broker gets this client's timeout plus the time a
+        broker waits for the consumer (:data:`CALL_CLIENT_TIMEOUT`).
         """
         header = GetConsumerRunningInfoRequestHeader(
             consumer_group=group, client_id=client_id, jstack_enable=jstack
@@ -308,7 +310,10 @@ class AdminClient(AdminBase):
         for addr in addrs:
             try:
                 response = await self._invoke(
-                    addr, RequestCode.GET_CONSUMER_RUNNING_INFO, header.encode()
+                    addr,
+                    RequestCode.GET_CONSUMER_RUNNING_INFO,
+                    header.encode(),
+                    timeout=self.timeout + CALL_CLIENT_TIMEOUT,
                 )
             except MQClientError as exc:
                 last = exc

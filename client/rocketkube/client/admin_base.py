@@ -64,10 +64,12 @@ class AdminBase(AsyncLifecycle):
         body: bytes = b"",
         *,
         allow: frozenset[int] = frozenset(),
+        timeout: float | None = None,
     ) -> RemotingCommand:
-        """Send a request; raise the mapped error unless SUCCESS or a code in ``allow``."""
+        """Send a request; raise the mapped error unless SUCCESS or a code in ``allow``.
+        ``timeout`` replaces the client's for this request."""
         request = RemotingCommand.request(code, ext, body)
-        response = await self._client().invoke(address, request)
+        response = await self._client().invoke(address, request, timeout)
         if response.code != ResponseCode.SUCCESS and response.code not in allow:
             raise for_code(response.code, response.remark, address)
         return response

@@ -15,7 +15,10 @@ import logging
 
 from rocketkube.broker.context import BrokerContext
 from rocketkube.common import errors
-from rocketkube.common.protocol.running_info import GetConsumerRunningInfoRequestHeader
+from rocketkube.common.protocol.running_info import (
+    CALL_CLIENT_TIMEOUT,
+    GetConsumerRunningInfoRequestHeader,
+)
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
@@ -25,8 +28,6 @@ __all__ = ["CALL_CLIENT_TIMEOUT", "ConsumerRunningInfoProcessor", "table"]
 
 log = logging.getLogger(__name__)
 
-#: How long a client gets to answer (Java ``Broker2Client.callClient``: 10 s).
-CALL_CLIENT_TIMEOUT = 10.0
 #: Language the broker writes on the requests it sends to clients, as Java's broker does.
 BROKER_LANGUAGE = "JAVA"
 

@@ -34,6 +34,7 @@ from rocketkube.common.protocol.heartbeat import SubscriptionData
 from rocketkube.common.remoting.header import CommandHeader
 
 __all__ = [
+    "CALL_CLIENT_TIMEOUT",
     "PROP_CLIENT_VERSION",
     "PROP_CONSUMER_START_TIMESTAMP",
     "PROP_CONSUME_ORDERLY",
@@ -55,6 +56,10 @@ PROP_CONSUME_ORDERLY: Final = "PROP_CONSUMEORDERLY"
 PROP_CONSUME_TYPE: Final = "PROP_CONSUME_TYPE"
 PROP_CLIENT_VERSION: Final = "PROP_CLIENT_VERSION"
 PROP_CONSUMER_START_TIMESTAMP: Final = "PROP_CONSUMER_START_TIMESTAMP"
+
+#: Seconds a broker waits for the consumer's answer (Java ``Broker2Client.callClient``:
+#: 10 s); an admin waits longer, so it gets the broker's clear timeout answer.
+CALL_CLIENT_TIMEOUT: Final = 10.0
 
 
 @dataclass(frozen=True, slots=True)
