@@ -139,3 +139,10 @@ def test_consumer_status_listing() -> None:
     assert "Timeout" in text
     different = render.consumer_status_text([(conn, info)], same=False)
     assert "WARN: Different subscription" in different
+
+
+def test_consumer_status_lists_stuck_queues_when_subscriptions_agree() -> None:
+    conn = ClientConnection("127.0.0.1@a", "127.0.0.1:5", "PYTHON", 399)
+    info = ConsumerRunningInfo()
+    text = render.consumer_status_text([(conn, info)], same=True, warnings=["a stuck queue"])
+    assert text.endswith("Same subscription in the same group of consumer\na stuck queue")

@@ -14,10 +14,12 @@ from rocketkube.common.protocol.running_info import (
     ConsumeStatus,
     GetConsumerRunningInfoRequestHeader,
     ProcessQueueInfo,
+    queue_warnings,
     same_subscriptions,
 )
 
 MQ = MessageQueue("T", "broker-a", 1)
+MQ2 = MessageQueue("T", "broker-a", 2)
 
 
 def test_header_uses_java_names() -> None:
@@ -92,3 +94,26 @@ def test_same_subscriptions() -> None:
     assert same_subscriptions({"x": a, "y": b})
     assert not same_subscriptions({"x": a, "z": c})
     assert same_subscriptions({})
+
+
+def test_queue_warnings_find_stuck_queues() -> None:
+    push = {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY", "PROP_CONSUMEORDERLY": "false"}
+    stuck = ProcessQueueInfo(cached_msg_count=3, last_consume_timestamp=1_000)
+    idle = ProcessQueueInfo(cached_msg_count=0, last_consume_timestamp=1_000)
+    info = ConsumerRunningInfo(properties=push, mq_table={MQ: stuck, MQ2: idle})
+    assert queue_warnings("c1", info, 100_000) == [
+        "c1 MessageQueue [topic=T, brokerName=broker-a, queueId=1] can't consume for a while, "
+        "maybe blocked, 99000ms"
+    ]
+    assert queue_warnings("c1", info, 30_000) == []
+    orderly = {**push, "PROP_CONSUMEORDERLY": "true"}
+    unlocked = ConsumerRunningInfo(
+        properties=orderly, mq_table={MQ: ProcessQueueInfo(last_lock_timestamp=4_000)}
+    )
+    assert queue_warnings("c1", unlocked, 5_000) == [
+        "c1 MessageQueue [topic=T, brokerName=broker-a, queueId=1] can't lock for a while, 1000ms"
+    ]
+    pull = ConsumerRunningInfo(
+        properties={"PROP_CONSUME_TYPE": "CONSUME_ACTIVELY"}, mq_table={MQ: stuck}
+    )
+    assert queue_warnings("c1", pull, 100_000) == []

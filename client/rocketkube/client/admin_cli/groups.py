@@ -15,6 +15,7 @@ fallback path is not needed.
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 from rocketkube.client.admin_cli import render
@@ -33,7 +34,11 @@ from rocketkube.common.protocol.admin_bodies import (
     ConsumeStats,
     MessageQueue,
 )
-from rocketkube.common.protocol.running_info import ConsumerRunningInfo, same_subscriptions
+from rocketkube.common.protocol.running_info import (
+    ConsumerRunningInfo,
+    queue_warnings,
+    same_subscriptions,
+)
 from rocketkube.common.remoting.codes import ResponseCode
 
 __all__ = ["SUBCOMMANDS"]
@@ -337,6 +342,8 @@ async def _consumer_status(session: Session) -> None:
         infos[conn.client_id] = info
         rows.append((conn, info))
     same = same_subscriptions(infos) if infos else None
+    now_ms = time.time_ns() // 1_000_000
+    warnings = [w for cid, info in infos.items() for w in queue_warnings(cid, info, now_ms)]
     data = {
         "group": args.group,
         "clients": [
@@ -351,8 +358,9 @@ async def _consumer_status(session: Session) -> None:
             for conn, info in rows
         ],
         "sameSubscription": same,
+        "warnings": warnings,
     }
-    session.emit(data, render.consumer_status_text(rows, same))
+    session.emit(data, render.consumer_status_text(rows, same, warnings))
 
 
 # -- consumerConnection / producerConnection ---------------------------------------------------

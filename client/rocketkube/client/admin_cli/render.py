@@ -319,10 +319,13 @@ def running_info_text(info: ConsumerRunningInfo, tz: Tz = None) -> str:
 
 
 def consumer_status_text(
-    rows: Sequence[tuple[ClientConnection, ConsumerRunningInfo | str]], same: bool | None
+    rows: Sequence[tuple[ClientConnection, ConsumerRunningInfo | str]],
+    same: bool | None,
+    warnings: Sequence[str] = (),
 ) -> str:
     """mqadmin ``consumerStatus`` without ``-i``: each client (or why it did not answer),
-    then whether the clients subscribe alike (``same`` None: no client answered)."""
+    whether the clients subscribe alike (``same`` None: no client answered), and the
+    queues that look stuck (when they do subscribe alike, as mqadmin)."""
     lines = table(
         ["#Index", "#ClientId", "#Version", "#Queues", "#Status"],
         [
@@ -343,6 +346,8 @@ def consumer_status_text(
         if same
         else "WARN: Different subscription in the same group of consumer!!!"
     )
+    if same and warnings:
+        verdict += "\n" + "\n".join(warnings)
     return f"{lines}\n\n{verdict}"
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "ConsumerRunningInfo",
     "GetConsumerRunningInfoRequestHeader",
     "ProcessQueueInfo",
+    "queue_warnings",
     "same_subscriptions",
 ]
 
@@ -247,3 +248,32 @@ def same_subscriptions(infos: Mapping[str, ConsumerRunningInfo]) -> bool:
         return frozenset((s.topic, s.expression_type, s.sub_string) for s in info.subscriptions)
 
     return len({key(info) for info in infos.values()}) <= 1
+
+
+#: A push consumer's queue holding messages but not consumed for this long looks blocked.
+BLOCKED_AFTER_MS: Final = 60_000
+
+
+def queue_warnings(client_id: str, info: ConsumerRunningInfo, now_ms: int) -> list[str]:
+    """What looks wrong with a push consumer's queues (Java
+    ``ConsumerRunningInfo.analyzeProcessQueue``): orderly queues it cannot lock or unlock,
+    or queues holding messages with no consumption for a minute. Nothing for pull ones."""
+    if info.properties.get(PROP_CONSUME_TYPE) != "CONSUME_PASSIVELY":
+        return []
+    orderly = info.properties.get(PROP_CONSUME_ORDERLY, "").lower() == "true"
+    out: list[str] = []
+    for mq, pq in info.mq_table.items():
+        name = (
+            f"MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}]"
+        )
+        if orderly and not pq.locked:
+            out.append(
+                f"{client_id} {name} can't lock for a while, {now_ms - pq.last_lock_timestamp}ms"
+            )
+        elif orderly and pq.dropped and pq.try_unlock_times > 0:
+            out.append(f"{client_id} {name} unlock {pq.try_unlock_times} times, still failed")
+        elif not orderly:
+            idle = now_ms - pq.last_consume_timestamp
+            if idle > BLOCKED_AFTER_MS and pq.cached_msg_count > 0:
+                out.append(f"{client_id} {name} can't consume for a while, maybe blocked, {idle}ms")
+    return out
