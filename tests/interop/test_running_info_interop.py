@@ -1,6 +1,8 @@
-"""GET_CONSUMER_RUNNING_INFO answered by the real C++ RocketMQ client 1.0.1 (PyPI
-``rocketmq==0.4.4``): our broker relays the admin's request to its push consumer, and the
-admin parses the body it writes (fastjson-style MessageQueue object keys)."""
+"""GET_CONSUMER_RUNNING_INFO with real third-party consumers: the C++ RocketMQ client 1.0.1
+(PyPI ``rocketmq==0.4.4``) answers it, and the admin parses the body it writes
+(fastjson-style MessageQueue object keys); ali-ons never answers server requests (its
+``mq_client.js`` leaves the handler commented out), so the broker's timeout answer, after
+its 10 s wait, must reach the admin as a clear error."""
 
 from __future__ import annotations
 
@@ -16,11 +18,14 @@ import pytest
 from rocketkube.client.admin import AdminClient
 from rocketkube.client.errors import MQBrokerError
 from rocketkube.common.protocol.admin_bodies import ConsumerConnection, MessageQueue
+from rocketkube.common.remoting.codes import ResponseCode
 from rocketkube.namesrv.app import NamesrvApp
 
 pytestmark = pytest.mark.interop
 
 SCRIPT = Path(__file__).with_name("cpp_push_consumer.py")
+NODE_DIR = Path(__file__).with_name("node")
+NODE_SCRIPT = NODE_DIR / "alions_idle_consumer.js"
 QUEUES = 4
 WAIT_SECONDS = 45.0
 SCRIPT_DEADLINE_SECONDS = 60
@@ -75,3 +80,35 @@ async def test_cpp_push_consumer_reports_its_running_info(
     finally:
         stop.touch()
         await asyncio.wait_for(client, KILL_AFTER_SECONDS + 10)
+
+
+@pytest.mark.usefixtures("broker")
+async def test_alions_consumer_never_answers_and_the_error_is_clear(
+    namesrv: NamesrvApp,
+    names: tuple[str, str],
+    create_topic: Callable[..., Awaitable[None]],
+    run_client: Callable[..., Awaitable[Any]],
+    node: str,
+    tmp_path: Path,
+) -> None:
+    topic, group = names
+    await create_topic(topic, QUEUES)
+    stop = tmp_path / "stop"
+    argv = [node, NODE_SCRIPT.name, namesrv.address, topic, group, str(stop)]
+    client: asyncio.Future[Any] = asyncio.ensure_future(
+        run_client(
+            [*argv, str(SCRIPT_DEADLINE_SECONDS * 1000)], timeout=KILL_AFTER_SECONDS, cwd=NODE_DIR
+        )
+    )
+    try:
+        async with AdminClient(namesrv.address, timeout=10.0) as admin:
+            [conn] = (await _online(admin, group)).connections
+            with pytest.raises(MQBrokerError) as caught:
+                await admin.consumer_running_info(group, conn.client_id)
+    finally:
+        stop.touch()
+        await asyncio.wait_for(client, KILL_AFTER_SECONDS + 10)
+    assert caught.value.code == ResponseCode.CONSUME_MSG_TIMEOUT
+    assert caught.value.remark == (
+        f"consumer <{group}> <{conn.client_id}> Timeout: no answer within 10s"
+    )
