@@ -98,7 +98,7 @@ async def test_create_route_list_stats_delete_topic(admin: AdminClient, topic: s
     ]
     assert topic in await admin.topic_list()
 
-    async with Producer("AdminPG", admin.namesrv_addrs[0]) as producer:
+    async with Producer("AdminPG", admin.namesrv_addrs[0], send_timeout=30.0) as producer:
         for i in range(5):
             await producer.send(Message(topic, f"m{i}".encode()))
     stats = await admin.topic_stats(topic)
@@ -143,7 +143,7 @@ async def test_subscription_groups_and_consume_stats(
     assert config.consume_broadcast_enable
 
     await _create_routed(admin, topic, queues=2)
-    async with Producer("AdminPG", admin.namesrv_addrs[0]) as producer:
+    async with Producer("AdminPG", admin.namesrv_addrs[0], send_timeout=30.0) as producer:
         results = [await producer.send(Message(topic, b"x")) for _ in range(4)]
     stats = await admin.consume_stats(group, topic)
     assert len(stats.offset_table) == 2
@@ -211,7 +211,7 @@ async def test_kv_config(admin: AdminClient) -> None:
 
 async def test_view_message_and_query_by_key(admin: AdminClient, topic: str) -> None:
     await _create_routed(admin, topic)
-    async with Producer("AdminPG", admin.namesrv_addrs[0]) as producer:
+    async with Producer("AdminPG", admin.namesrv_addrs[0], send_timeout=30.0) as producer:
         message = Message(topic, b"payload")
         message.keys = ["order-1", "other"]
         sent = await producer.send(message)
@@ -242,7 +242,7 @@ async def test_queue_offsets_pull_and_reset_by_timestamp(
 ) -> None:
     await _create_routed(admin, topic, queues=1)
     queue = MessageQueue(topic, "broker-a", 0)
-    async with Producer("AdminPG", admin.namesrv_addrs[0]) as producer:
+    async with Producer("AdminPG", admin.namesrv_addrs[0], send_timeout=30.0) as producer:
         sent = [await producer.send(Message(topic, f"m{i}".encode())) for i in range(3)]
     assert await admin.broker_addrs(topic) == {"broker-a": broker.address}
     assert await admin.min_offset(queue) == 0

@@ -33,7 +33,7 @@ def group(names: tuple[str, str]) -> str:
 
 @pytest.fixture
 async def producer(namesrv: NamesrvApp, broker: BrokerApp) -> AsyncIterator[Producer]:
-    async with Producer("LitePullTestProducer", namesrv.address) as p:
+    async with Producer("LitePullTestProducer", namesrv.address, send_timeout=30.0) as p:
         yield p
 
 

@@ -31,7 +31,11 @@ def topic(routed_topic: str) -> str:
 async def producer(namesrv: NamesrvApp, broker: BrokerApp) -> AsyncIterator[Producer]:
     # A long delay: every message sent in one loop step lands in one batch.
     async with Producer(
-        "PG_auto_batch", namesrv.address, auto_batch=True, batch_max_delay_ms=200
+        "PG_auto_batch",
+        namesrv.address,
+        auto_batch=True,
+        batch_max_delay_ms=200,
+        send_timeout=30.0,
     ) as p:
         yield p
 

@@ -28,12 +28,13 @@ from rocketkube.client.sync import AdminClient, LitePullConsumer, Producer, Push
 from rocketkube.namesrv.app import NamesrvApp
 
 WAIT_SECONDS = 30.0
+SEND_TIMEOUT = 30.0  # the machine running the tests may stall for seconds
 
 CreateTopic = Callable[..., Awaitable[None]]
 
 
 def _produce(namesrv: str, topic: str) -> list[str]:
-    with Producer("SyncProducerGroup", namesrv) as producer:
+    with Producer("SyncProducerGroup", namesrv, send_timeout=SEND_TIMEOUT) as producer:
         assert [q.topic for q in producer.fetch_publish_queues(topic)] == [topic] * 4
         first = producer.send(Message(topic, b"sync-0"))
         assert first.status is SendStatus.SEND_OK
@@ -114,7 +115,7 @@ async def test_push_consumer_runs_blocking_listeners_on_threads(
     await create_topic(topic)
 
     def produce() -> None:
-        with Producer("SyncPushProducer", namesrv.address) as producer:
+        with Producer("SyncPushProducer", namesrv.address, send_timeout=SEND_TIMEOUT) as producer:
             for i in range(40):
                 producer.send(Message(topic, f"push-{i}".encode()))
 

@@ -44,7 +44,7 @@ def _expected(prefix: str) -> dict[str, dict[str, str]]:
 
 
 async def _sdk_send(namesrv: str, topic: str) -> None:
-    async with Producer("SdkInteropProducer", namesrv) as producer:
+    async with Producer("SdkInteropProducer", namesrv, send_timeout=30.0) as producer:
         for i in range(COUNT):
             message = Message(topic, f"rk-{i}".encode())
             message.tags = TAGS[i % 2]
