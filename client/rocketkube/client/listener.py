@@ -14,8 +14,11 @@ import dataclasses
 import enum
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
+from rocketkube.client.consume_stats import ConsumeStatsRecorder
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common.message.model import MessageExt
 
@@ -26,6 +29,7 @@ __all__ = [
     "MessageListener",
     "OrderlyMessageListener",
     "call_listener",
+    "measured_listener",
 ]
 
 log = logging.getLogger(__name__)
@@ -88,3 +92,28 @@ async def call_listener(
         )
         return False
     return result is None or result in (ConsumeStatus.CONSUME_SUCCESS, ConsumeOrderlyStatus.SUCCESS)
+
+
+_Status = TypeVar("_Status", ConsumeStatus, ConsumeOrderlyStatus)
+
+
+def measured_listener(
+    listener: Callable[[list[MessageExt], ConsumeContext], object],
+    ok_status: _Status,
+    failed_status: _Status,
+    on_call: Callable[[MessageQueue], None],
+    stats: ConsumeStatsRecorder,
+) -> Callable[[list[MessageExt], ConsumeContext], Awaitable[_Status]]:
+    """``listener`` answering ``ok_status`` or ``failed_status`` (an exception is a
+    failure), each call timed and counted into ``stats`` for the running info, and its
+    queue given to ``on_call`` first."""
+
+    async def measured(messages: list[MessageExt], context: ConsumeContext) -> _Status:
+        on_call(context.queue)
+        started = time.monotonic()
+        ok = await call_listener(listener, messages, context)
+        rt_ms = (time.monotonic() - started) * 1000
+        stats.consumed(context.queue.topic, rt_ms, len(messages), ok=ok)
+        return ok_status if ok else failed_status
+
+    return measured

@@ -55,6 +55,7 @@ from rocketkube.common.protocol.heartbeat import (
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
+from rocketkube.common.remoting.dispatch import not_supported
 
 __all__ = ["ConsumeFrom", "LitePullConsumer"]
 
@@ -425,9 +426,7 @@ class LitePullConsumer(AsyncLifecycle):
             return ri.respond(request, self.group, self.running_info if running else None)
         if request.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
             return None  # queues are assigned by subscribe/assign, not by the group
-        return RemotingCommand.response(
-            ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {request.code} not supported"
-        )
+        return not_supported(request.code)
 
     def running_info(self) -> rip.ConsumerRunningInfo:
         """What this consumer reports to GET_CONSUMER_RUNNING_INFO: CONSUME_ACTIVELY, its

@@ -7,19 +7,23 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Callable, Sequence
 from typing import Final, NamedTuple
 
 from rocketkube.client import errors as client_errors
+from rocketkube.common import errors
+from rocketkube.common.message import batch as batch_codec
 from rocketkube.common.message import properties as props
 from rocketkube.common.message import sysflag
 from rocketkube.common.message.model import Message
 from rocketkube.common.remoting.codes import RequestCode
 
-__all__ = ["Outgoing", "prepare", "validate"]
+__all__ = ["Outgoing", "batch_request", "prepare", "prepare_batch", "validate"]
 
 _TOPIC_RE: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 _MAX_TOPIC_LENGTH: Final = 127
 _ZLIB_LEVEL: Final = 5
+RETRY_TOPIC_PREFIX: Final = "%RETRY%"
 
 
 class Outgoing(NamedTuple):
@@ -68,4 +72,51 @@ def prepare(message: Message, msg_id: str, compress_over: int) -> Outgoing:
         props.encode_properties(message.properties),
         False,
         msg_id,
+    )
+
+
+def prepare_batch(
+    messages: Sequence[Message], max_message_size: int, unique_key: Callable[[Message], str]
+) -> Outgoing:
+    """Messages of one topic as one SEND_BATCH_MESSAGE body (§6.6), each message given its
+    ``UNIQ_KEY`` by ``unique_key``. Batches are never compressed; an empty batch, mixed
+    topics, DELAY, ``%RETRY%`` topics and a body over ``max_message_size`` are refused
+    (:class:`MessageValidationError`), as in Java."""
+    if not messages:
+        raise client_errors.MessageValidationError("an empty batch")
+    topic = messages[0].topic
+    items: list[batch_codec.BatchItem] = []
+    msg_ids: list[str] = []
+    for message in messages:
+        if message.topic != topic:
+            raise client_errors.MessageValidationError("a batch must have one topic")
+        if topic.startswith(RETRY_TOPIC_PREFIX):
+            raise client_errors.MessageValidationError("retry topics cannot be batched")
+        if message.properties.get(props.PropertyName.DELAY):
+            raise client_errors.MessageValidationError("delayed messages cannot be batched")
+        validate(message, max_message_size)
+        msg_ids.append(unique_key(message))
+        items.append(
+            batch_codec.BatchItem(
+                message.flag, message.body, props.encode_properties(message.properties)
+            )
+        )
+    try:
+        outgoing = batch_request(topic, items, msg_ids)
+    except errors.MessageFormatError as exc:
+        raise client_errors.MessageValidationError(str(exc)) from None
+    if len(outgoing.body) > max_message_size:
+        raise client_errors.MessageValidationError(
+            f"batch of {len(outgoing.body)} bytes exceeds {max_message_size}"
+        )
+    return outgoing
+
+
+def batch_request(
+    topic: str, items: Sequence[batch_codec.BatchItem], msg_ids: Sequence[str]
+) -> Outgoing:
+    """The SEND_BATCH_MESSAGE of encoded ``items`` (MessageFormatError for a bad one)."""
+    body = batch_codec.encode_batch(items)
+    return Outgoing(
+        topic, RequestCode.SEND_BATCH_MESSAGE, body, 0, 0, None, True, ",".join(msg_ids)
     )

@@ -27,14 +27,15 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Iterable, Sequence
-from typing import Any, Final, NamedTuple, TypeVar
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, NamedTuple, TypeVar
 
 from rocketkube.client import errors as client_errors
 from rocketkube.client import latency_fault, routing
-from rocketkube.client.accumulator import Accumulator, Batch
+from rocketkube.client.auto_batch import AutoBatcher
 from rocketkube.client.lifecycle import AsyncLifecycle
-from rocketkube.client.outgoing import Outgoing, prepare, validate
+from rocketkube.client.outgoing import Outgoing, prepare, prepare_batch, validate
+from rocketkube.client.producer_links import ProducerLinks
 from rocketkube.client.queue_selectors import (
     MessageQueueSelector,
     RoundRobinSelector,
@@ -44,18 +45,13 @@ from rocketkube.client.send_result import (
     SendResult,
     SendStatus,
     read_send_result,
-    split_batch_result,
 )
 from rocketkube.common import errors
-from rocketkube.common.message import batch as batch_codec
 from rocketkube.common.message import ids
-from rocketkube.common.message import properties as props
 from rocketkube.common.message.model import Message
-from rocketkube.common.protocol.admin_headers import UnregisterClientRequestHeader
-from rocketkube.common.protocol.heartbeat import HeartbeatData
 from rocketkube.common.protocol.send_headers import SendHeaderTemplate
 from rocketkube.common.remoting.client import RemotingClient
-from rocketkube.common.remoting.codes import RequestCode, ResponseCode
+from rocketkube.common.remoting.codes import RequestCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
 from rocketkube.common.remoting.dispatch import not_supported
@@ -72,8 +68,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_UNREGISTER_TIMEOUT: Final = 1.0
-_RETRY_TOPIC_PREFIX: Final = "%RETRY%"
 _T = TypeVar("_T")
 
 
@@ -107,15 +101,6 @@ class _Attempt(NamedTuple):
     deadline: float
     """Of the whole send, retries included (``time.monotonic()``)."""
     error: errors.RocketKubeError | None = None
-
-
-class _BatchKey(NamedTuple):
-    """What messages must share to be batched together (Java's ``AggregateKey``)."""
-
-    topic: str
-    queue: routing.MessageQueue | None
-    """The queue the caller chose, ``None`` when the batch's send chooses."""
-    wait_store_ok: bool
 
 
 class Producer(AsyncLifecycle):
@@ -182,15 +167,14 @@ class Producer(AsyncLifecycle):
         self._client: RemotingClient | None = None
         self._routes: routing.RouteCache | None = None
         self._pending: set[asyncio.Future[Any]] = set()
-        self._topics: set[str] = set()
-        self._registered: dict[str, Connection] = {}
+        self._links = ProducerLinks(self.client_id, group, send_timeout)
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._closed = False
         self.auto_batch = auto_batch
         self.batch_max_delay_ms = batch_max_delay_ms
         self.batch_max_bytes = batch_max_bytes
         self.total_batch_max_bytes = total_batch_max_bytes
-        self._accumulator: Accumulator[_BatchKey, SendResult] | None = None
+        self._batcher: AutoBatcher | None = None
         self._headers = self._header_template()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -201,7 +185,9 @@ class Producer(AsyncLifecycle):
             raise client_errors.ClientStateError("the producer is closed")
         if self._client is not None:
             return
-        self._headers = self._header_template()  # group and queue nums may be set until now
+        # group, queue nums and timeout may be set until now
+        self._headers = self._header_template()
+        self._links = ProducerLinks(self.client_id, self.group, self.send_timeout)
         self._client = RemotingClient(
             _BrokerRequests(self._serve_broker_request),
             connect_timeout=self.send_timeout,
@@ -215,10 +201,13 @@ class Producer(AsyncLifecycle):
             default_topic_queue_nums=self.default_topic_queue_nums,
         )
         self._routes.start()
-        self._heartbeat_task = asyncio.get_running_loop().create_task(self._heartbeat_loop())
+        self._heartbeat_task = asyncio.get_running_loop().create_task(
+            self._links.heartbeat_forever(self.heartbeat_interval, self._started)
+        )
         if self.auto_batch:
-            self._accumulator = Accumulator(
-                self._flush_batch,
+            self._batcher = AutoBatcher(
+                self._send,
+                self._spawn,
                 max_delay=self.batch_max_delay_ms / 1000,
                 max_bytes=self.batch_max_bytes,
                 total_max_bytes=self.total_batch_max_bytes,
@@ -228,8 +217,8 @@ class Producer(AsyncLifecycle):
         """Wait for pending :meth:`send_async` sends, unregister from the brokers, then close
         every connection."""
         self._closed = True
-        if self._accumulator is not None:
-            self._accumulator.flush_all()
+        if self._batcher is not None:
+            self._batcher.flush_all()
         if self._pending:
             await asyncio.gather(*self._pending, return_exceptions=True)
         task, self._heartbeat_task = self._heartbeat_task, None
@@ -242,7 +231,7 @@ class Producer(AsyncLifecycle):
         if routes is not None:
             await routes.close()
         if client is not None:
-            await self._unregister(client)
+            await self._links.unregister()
             await client.close()
 
     def _started(self) -> tuple[RemotingClient, routing.RouteCache]:
@@ -280,7 +269,7 @@ class Producer(AsyncLifecycle):
         if selector is not None and queue is None:
             queues = await self.fetch_publish_queues(message.topic)
             queue = selector(queues, message, arg)
-        batched = self._accumulate(message, outgoing, queue)
+        batched = None if self._batcher is None else self._batcher.add(message, outgoing, queue)
         if batched is not None:
             return await batched
         first = self._start(outgoing, queue)
@@ -306,7 +295,7 @@ class Producer(AsyncLifecycle):
         info = await routes.get(outgoing.topic)
         if queue is None:
             queue = routing.select_queue(info.queues, None, info.next_index())
-        conn = await self._connection(client, self._master(info, queue))
+        conn = await self._links.connection(client, self._master(info, queue))
         conn.invoke_oneway(self._request(outgoing, queue.queue_id, oneway=True))
 
     def send_async(
@@ -319,7 +308,7 @@ class Producer(AsyncLifecycle):
         """
         self._started()
         outgoing = self._prepare(message)
-        future = self._accumulate(message, outgoing, None)
+        future = None if self._batcher is None else self._batcher.add(message, outgoing, None)
         if future is None:
             future = self._send_without_task(outgoing)
         if callback is not None:
@@ -334,36 +323,7 @@ class Producer(AsyncLifecycle):
         Batches are never compressed; DELAY and ``%RETRY%`` topics are refused, as in Java.
         """
         self._started()
-        if not messages:
-            raise client_errors.MessageValidationError("an empty batch")
-        topic = messages[0].topic
-        items: list[batch_codec.BatchItem] = []
-        msg_ids: list[str] = []
-        for message in messages:
-            if message.topic != topic:
-                raise client_errors.MessageValidationError("a batch must have one topic")
-            if topic.startswith(_RETRY_TOPIC_PREFIX):
-                raise client_errors.MessageValidationError("retry topics cannot be batched")
-            if message.properties.get(props.PropertyName.DELAY):
-                raise client_errors.MessageValidationError("delayed messages cannot be batched")
-            validate(message, self.max_message_size)
-            msg_ids.append(self._set_unique_key(message))
-            items.append(
-                batch_codec.BatchItem(
-                    message.flag, message.body, props.encode_properties(message.properties)
-                )
-            )
-        try:
-            body = batch_codec.encode_batch(items)
-        except errors.MessageFormatError as exc:
-            raise client_errors.MessageValidationError(str(exc)) from None
-        if len(body) > self.max_message_size:
-            raise client_errors.MessageValidationError(
-                f"batch of {len(body)} bytes exceeds {self.max_message_size}"
-            )
-        outgoing = Outgoing(
-            topic, RequestCode.SEND_BATCH_MESSAGE, body, 0, 0, None, True, ",".join(msg_ids)
-        )
+        outgoing = prepare_batch(messages, self.max_message_size, self._set_unique_key)
         return await self._send(outgoing, queue)
 
     # -- internals -----------------------------------------------------------------------
@@ -413,55 +373,6 @@ class Producer(AsyncLifecycle):
         else:
             future.set_result(result)
 
-    def _accumulate(
-        self, message: Message, outgoing: Outgoing, queue: routing.MessageQueue | None
-    ) -> asyncio.Future[SendResult] | None:
-        """With auto-batching, the future of ``message`` put into a batch; ``None`` when it
-        is to be sent alone: delayed, transactional (the PREPARED sysFlag), compressed (a
-        batch is never), to a retry topic (as Java), or declined by the accumulator."""
-        accumulator = self._accumulator
-        if (
-            accumulator is None
-            or outgoing.sys_flag
-            or outgoing.topic.startswith(_RETRY_TOPIC_PREFIX)
-            or props.PropertyName.DELAY in message.properties
-        ):
-            return None
-        item = batch_codec.BatchItem(outgoing.flag, outgoing.body, outgoing.properties or "")
-        key = _BatchKey(outgoing.topic, queue, message.wait_store_ok)
-        return accumulator.add(key, item, outgoing.msg_id)
-
-    def _flush_batch(self, batch: Batch[_BatchKey, SendResult]) -> None:
-        self._spawn(self._send_batch(batch))
-
-    async def _send_batch(self, batch: Batch[_BatchKey, SendResult]) -> None:
-        """Send a gathered batch (retried as any send) and resolve each message's future."""
-        assert self._accumulator is not None
-        topic, queue, _ = batch.key
-        try:
-            body = batch_codec.encode_batch(batch.items)
-            msg_ids = ",".join(batch.msg_ids)
-            outgoing = Outgoing(
-                topic, RequestCode.SEND_BATCH_MESSAGE, body, 0, 0, None, True, msg_ids
-            )
-            result = await self._send(outgoing, queue)
-        except asyncio.CancelledError:
-            for future in batch.futures:
-                future.cancel()
-            raise
-        except Exception as exc:
-            for future in batch.futures:
-                if not future.done():
-                    future.set_exception(exc)
-            return
-        finally:
-            self._accumulator.release(batch)
-        for future, own in zip(
-            batch.futures, split_batch_result(result, batch.msg_ids), strict=True
-        ):
-            if not future.done():
-                future.set_result(own)
-
     def _prepare(self, message: Message) -> Outgoing:
         """Validate, set ``UNIQ_KEY`` and compress: the request minus its queue."""
         validate(message, self.max_message_size)
@@ -510,12 +421,12 @@ class Producer(AsyncLifecycle):
         info = None if routes is None else routes.cached(outgoing.topic)
         if not info:
             return None
-        self._topics.add(outgoing.topic)
+        self._links.topics.add(outgoing.topic)
         started = time.monotonic()
         target = queue or self._select(info, None)
         addr = info.master_addr(target.broker_name)
         attempt = _Attempt(info, target, addr or "", started, started + self.send_timeout)
-        conn = self._registered.get(addr) if addr is not None else None
+        conn = self._links.registered.get(addr) if addr is not None else None
         if conn is None or not conn.is_open:
             return attempt, None
         request = self._request(outgoing, target.queue_id, oneway=False)
@@ -565,7 +476,7 @@ class Producer(AsyncLifecycle):
         if first is None:
             deadline = time.monotonic() + self.send_timeout
             info = routes.cached(outgoing.topic) or await routes.get(outgoing.topic)
-            self._topics.add(outgoing.topic)
+            self._links.topics.add(outgoing.topic)
         elif first.error is None:
             deadline, info, target = first.deadline, first.info, first.target
         else:
@@ -580,9 +491,9 @@ class Producer(AsyncLifecycle):
             attempt = _Attempt(info, target, "", started, deadline)
             try:
                 addr = self._master(info, target)
-                conn = self._registered.get(addr)
+                conn = self._links.registered.get(addr)
                 if conn is None or not conn.is_open:
-                    conn = await self._connection(client, addr)
+                    conn = await self._links.connection(client, addr)
                 request = self._request(outgoing, target.queue_id, oneway=False)
                 response = await conn.invoke(request, deadline - time.monotonic())
                 return self._finish(outgoing, queue, attempt, response)
@@ -630,64 +541,7 @@ class Producer(AsyncLifecycle):
             latency = int((time.monotonic() - started) * 1000)
             self._faults.update(queue.broker_name, latency, isolation=failed)
 
-    # -- heartbeats and broker requests ----------------------------------------------------
-
-    async def _connection(self, client: RemotingClient, addr: str) -> Connection:
-        """The connection to ``addr`` for a send, with a heartbeat written on it first unless
-        it already carried one: the broker must know this producer before a half message can
-        be checked back. The heartbeat is written oneway just ahead of the send, so the
-        broker handles it first and no send waits for it (Java heartbeats off the send path;
-        a send blocked behind a slow heartbeat would time out under load)."""
-        conn = await client.connection(addr)
-        if self._registered.get(addr) is not conn:
-            self._registered[addr] = conn
-            conn.invoke_oneway(self._heartbeat_request())
-        return conn
-
-    def _heartbeat_request(self) -> RemotingCommand:
-        body = HeartbeatData(client_id=self.client_id, producer_groups=[self.group]).encode()
-        return RemotingCommand.request(RequestCode.HEART_BEAT, body=body)
-
-    async def _heartbeat_one(self, client: RemotingClient, addr: str, timeout: float) -> None:
-        """HEART_BEAT (34) with this producer's group to ``addr``; transport errors raise."""
-        conn = await client.connection(addr)
-        response = await conn.invoke(self._heartbeat_request(), timeout)
-        if response.code != ResponseCode.SUCCESS:
-            log.warning("heartbeat to %s: %s %s", addr, response.code, response.remark)
-            return
-        self._registered[addr] = conn
-
-    def _master_addrs(self, routes: routing.RouteCache) -> Iterable[str]:
-        """Master addresses of every route this producer sent to."""
-        addrs: set[str] = set()
-        for topic in self._topics:
-            info = routes.cached(topic)
-            if info is not None:
-                addrs.update(b.master_addr for b in info.route.broker_datas if b.master_addr)
-        return sorted(addrs)
-
-    async def _heartbeat_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.heartbeat_interval)
-            client, routes = self._started()
-            for addr in self._master_addrs(routes):
-                try:
-                    await self._heartbeat_one(client, addr, self.send_timeout)
-                except errors.RemotingError as exc:
-                    log.warning("heartbeat to %s failed: %s", addr, exc)
-
-    async def _unregister(self, client: RemotingClient) -> None:
-        """UNREGISTER_CLIENT (35) of this producer on every registered broker, best effort."""
-        header = UnregisterClientRequestHeader(client_id=self.client_id, producer_group=self.group)
-        registered, self._registered = self._registered, {}
-        for addr, conn in sorted(registered.items()):
-            if not conn.is_open:
-                continue
-            request = RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, header.encode())
-            try:
-                await conn.invoke(request, min(self.send_timeout, _UNREGISTER_TIMEOUT))
-            except errors.RemotingError as exc:
-                log.debug("unregister from %s failed: %s", addr, exc)
+    # -- broker requests -------------------------------------------------------------------
 
     def _serve_broker_request(self, conn: Connection, request: RemotingCommand) -> Reply:
         """Requests brokers send on this producer's connections. A plain producer has no

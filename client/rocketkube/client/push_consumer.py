@@ -37,9 +37,9 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Final
 
 from rocketkube.client import errors as client_errors
 from rocketkube.client import queue_locks
@@ -54,23 +54,21 @@ from rocketkube.client.consumer_core import (
     make_client_id,
     retry_topic,
 )
-from rocketkube.client.lifecycle import AsyncLifecycle
+from rocketkube.client.lifecycle import AsyncLifecycle, cancel_and_wait
 from rocketkube.client.listener import (
-    ConsumeContext,
     ConsumeOrderlyStatus,
     ConsumeStatus,
     MessageListener,
     OrderlyMessageListener,
-    call_listener,
+    measured_listener,
 )
 from rocketkube.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
 from rocketkube.client.process_queue import ProcessQueue
+from rocketkube.client.push_running_info import push_running_info
 from rocketkube.client.routing import MessageQueue
-from rocketkube.client.send_back import send_back
+from rocketkube.client.send_back import restore_topics, send_back
 from rocketkube.common import errors
-from rocketkube.common.message import properties as props
 from rocketkube.common.message.model import MessageExt
-from rocketkube.common.protocol import admin_bodies
 from rocketkube.common.protocol import running_info as rip
 from rocketkube.common.protocol.consumer_headers import (
     ResetOffsetBody,
@@ -86,6 +84,7 @@ from rocketkube.common.protocol.heartbeat import (
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
+from rocketkube.common.remoting.dispatch import not_supported
 
 __all__ = ["MessageModel", "PushConsumer"]
 
@@ -95,7 +94,6 @@ DEFAULT_OFFSET_STORE_DIR: Final = Path("~/.rocketkube_offsets")
 _FLOW_CONTROL_DELAY: Final = 0.05
 _LOCK_RETRY_DELAY: Final = 0.5
 _MIB: Final = 1024 * 1024
-_Status = TypeVar("_Status", ConsumeStatus, ConsumeOrderlyStatus)
 
 
 @dataclasses.dataclass(slots=True)
@@ -285,10 +283,12 @@ class PushConsumer(AsyncLifecycle):
     def _make_service(self, store: OffsetStore) -> ConcurrentConsumeService | OrderlyConsumeService:
         if self._orderly_listener is not None:
             return OrderlyConsumeService(
-                self._measured(
+                measured_listener(
                     self._orderly_listener,
                     ConsumeOrderlyStatus.SUCCESS,
                     ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
+                    self._consuming,
+                    self._stats,
                 ),
                 store,
                 self._send_back,
@@ -301,8 +301,12 @@ class PushConsumer(AsyncLifecycle):
             )
         assert self._listener is not None
         return ConcurrentConsumeService(
-            self._measured(
-                self._listener, ConsumeStatus.CONSUME_SUCCESS, ConsumeStatus.RECONSUME_LATER
+            measured_listener(
+                self._listener,
+                ConsumeStatus.CONSUME_SUCCESS,
+                ConsumeStatus.RECONSUME_LATER,
+                self._consuming,
+                self._stats,
             ),
             store,
             self._send_back,
@@ -320,8 +324,8 @@ class PushConsumer(AsyncLifecycle):
         self._closed = True
         core, store, service = self._core, self._store, self._service
         tasks, self._tasks = self._tasks, []
-        await _cancel(*tasks, *self._side_tasks)
-        await _cancel(*(owned.pull_task for owned in self._owned.values()))
+        await cancel_and_wait(*tasks, *self._side_tasks)
+        await cancel_and_wait(*(owned.pull_task for owned in self._owned.values()))
         if core is None or store is None or service is None:
             return
         try:
@@ -333,7 +337,7 @@ class PushConsumer(AsyncLifecycle):
             for owned in self._owned.values():
                 owned.process_queue.dropped = True
             if self.orderly and self.clustering:
-                await self._unlock(list(self._owned))
+                await queue_locks.unlock(core, list(self._owned))
             await core.unregister()
         finally:
             self._owned.clear()
@@ -420,7 +424,7 @@ class PushConsumer(AsyncLifecycle):
             log.info("%s: dropping %s", self.client_id, queue)
             await self._drop(queue, persist=True)
             if self.orderly and self.clustering:
-                await self._unlock([queue])
+                await queue_locks.unlock(self._started()[0], [queue])
         for queue in sorted(mine - set(self._owned)):
             try:
                 await self._take(queue)
@@ -432,7 +436,7 @@ class PushConsumer(AsyncLifecycle):
         core, store = self._started()
         pq = ProcessQueue()
         if self.orderly and self.clustering:
-            if queue not in await self._lock([queue]):
+            if queue not in await queue_locks.lock(core, [queue]):
                 return
             pq.locked, pq.last_lock_time = True, time.monotonic()
         if offset is None:
@@ -452,7 +456,7 @@ class PushConsumer(AsyncLifecycle):
         if owned is None:
             return
         owned.process_queue.dropped = True
-        await _cancel(owned.pull_task)
+        await cancel_and_wait(owned.pull_task)
         if isinstance(self._service, OrderlyConsumeService):
             await self._service.stop_queue(queue, self.shutdown_timeout)
         _, store = self._started()
@@ -503,42 +507,18 @@ class PushConsumer(AsyncLifecycle):
                 log.warning("%s: offset %d moved to %d", queue, offset, result.next_begin_offset)
                 store.update(queue, result.next_begin_offset)
             offset = result.next_begin_offset
-            added = pq.add(self._restore_topics(result.messages))
+            added = pq.add(restore_topics(self.group, result.messages))
             if added:
                 service.submit(queue, pq, added)
             elif pq.count == 0:
                 # Nothing held and the broker skipped filtered messages: move past them.
                 store.update(queue, offset, increase_only=True)
 
-    def _restore_topics(self, messages: list[MessageExt]) -> list[MessageExt]:
-        """Retried messages get back the topic they were first sent to (``RETRY_TOPIC``)."""
-        group_retry = retry_topic(self.group)
-        for message in messages:
-            original = message.properties.get(props.PropertyName.RETRY_TOPIC)
-            if original and message.topic == group_retry:
-                message.topic = original
-        return messages
-
-    def _measured(
-        self,
-        listener: Callable[[list[MessageExt], ConsumeContext], object],
-        ok_status: _Status,
-        failed_status: _Status,
-    ) -> Callable[[list[MessageExt], ConsumeContext], Awaitable[_Status]]:
-        """``listener``, timed and counted for the running info, answering the same
-        verdict (an exception is a failure either way)."""
-
-        async def measured(messages: list[MessageExt], context: ConsumeContext) -> _Status:
-            owned = self._owned.get(context.queue)
-            if owned is not None:
-                owned.process_queue.last_consume_timestamp = _now_ms()
-            started = time.monotonic()
-            ok = await call_listener(listener, messages, context)
-            rt_ms = (time.monotonic() - started) * 1000
-            self._stats.consumed(context.queue.topic, rt_ms, len(messages), ok=ok)
-            return ok_status if ok else failed_status
-
-        return measured
+    def _consuming(self, queue: MessageQueue) -> None:
+        """A listener is called on ``queue``'s messages (for the running info)."""
+        owned = self._owned.get(queue)
+        if owned is not None:
+            owned.process_queue.last_consume_timestamp = _now_ms()
 
     async def _send_back(self, message: MessageExt, queue: MessageQueue, delay_level: int) -> bool:
         core, _ = self._started()
@@ -553,27 +533,11 @@ class PushConsumer(AsyncLifecycle):
     # -- orderly locks -----------------------------------------------------------------------
 
     def _may_consume_orderly(self, pq: ProcessQueue) -> bool:
-        if not self.clustering:
-            return True
-        return pq.locked and time.monotonic() - pq.last_lock_time < 2 * self.lock_interval + 10
+        return not self.clustering or queue_locks.holds(pq, self.lock_interval)
 
     async def _lock_all(self) -> None:
-        """Renew the locks of every owned queue; a queue not granted stops consuming."""
-        locked = await self._lock(list(self._owned))
-        now = time.monotonic()
-        for queue, owned in list(self._owned.items()):
-            pq = owned.process_queue
-            pq.locked = queue in locked
-            if pq.locked:
-                pq.last_lock_time = now
-
-    async def _lock(self, queues: Iterable[MessageQueue]) -> set[MessageQueue]:
         core, _ = self._started()
-        return await queue_locks.lock(core, queues)
-
-    async def _unlock(self, queues: Iterable[MessageQueue]) -> None:
-        core, _ = self._started()
-        await queue_locks.unlock(core, queues)
+        await queue_locks.renew(core, {q: owned.process_queue for q, owned in self._owned.items()})
 
     # -- requests from brokers ---------------------------------------------------------------
 
@@ -597,61 +561,19 @@ class PushConsumer(AsyncLifecycle):
         if request.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
             running = self._core is not None and not self._closed
             return ri.respond(request, self.group, self.running_info if running else None)
-        return RemotingCommand.response(
-            ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {request.code} not supported"
-        )
+        return not_supported(request.code)
 
     def running_info(self) -> rip.ConsumerRunningInfo:
-        """What this consumer reports to GET_CONSUMER_RUNNING_INFO (Java
-        ``DefaultMQPushConsumerImpl.consumerRunningInfo``): its settings and ``PROP_*``
-        properties, subscriptions, every owned queue and per-topic pull/consume figures."""
+        """What this consumer reports to GET_CONSUMER_RUNNING_INFO (:mod:`.push_running_info`)."""
         _, store = self._started()
-        properties = ri.base_properties(
-            consume_type=ConsumeType.CONSUME_PASSIVELY.name,
-            namesrv_addrs=self.namesrv_addrs,
+        return push_running_info(
+            self,
             start_ms=self._start_ms,
+            subscriptions=self._subscriptions.values(),
+            owned={queue: owned.process_queue for queue, owned in self._owned.items()},
+            committed=store.read,
+            stats=self._stats,
         )
-        properties[rip.PROP_CONSUME_ORDERLY] = "true" if self.orderly else "false"
-        properties[rip.PROP_THREADPOOL_CORE_SIZE] = str(self.consume_concurrency)
-        properties.update(ri.settings_properties(self._settings()))
-        now_ms, now_monotonic = _now_ms(), time.monotonic()
-        mq_table = {}
-        for queue, owned in self._owned.items():
-            committed = store.read(queue)
-            key = admin_bodies.MessageQueue(queue.topic, queue.broker_name, queue.queue_id)
-            mq_table[key] = owned.process_queue.info(
-                committed if committed is not None else -1,
-                now_ms=now_ms,
-                now_monotonic=now_monotonic,
-            )
-        return rip.ConsumerRunningInfo(
-            properties=properties,
-            subscriptions=tuple(self._subscriptions.values()),
-            mq_table=mq_table,
-            status_table={t: self._stats.status(t) for t in self._subscriptions},
-        )
-
-    def _settings(self) -> dict[str, object]:
-        """The settings, by the names of Java's ``DefaultMQPushConsumer`` fields."""
-        return {
-            "consumerGroup": self.group,
-            "namesrvAddr": ";".join(self.namesrv_addrs),
-            "clientId": self.client_id,
-            "messageModel": self.message_model.name,
-            "consumeFromWhere": FROM_WHERE[self.consume_from].name,
-            "consumeTimestamp": self.consume_timestamp_ms,
-            "allocateMessageQueueStrategy": getattr(self.allocate, "__name__", repr(self.allocate)),
-            "consumeThreadMin": self.consume_concurrency,
-            "consumeThreadMax": self.consume_concurrency,
-            "consumeMessageBatchMaxSize": self.consume_batch_size,
-            "pullBatchSize": self.pull_batch_size,
-            "pullThresholdForQueue": self.pull_threshold_for_queue,
-            "pullThresholdSizeForQueue": self.pull_threshold_size_for_queue_mib,
-            "maxReconsumeTimes": self.max_reconsume_times,
-            "suspendCurrentQueueTimeMillis": int(self.suspend_current_queue_time * 1000),
-            "heartbeatBrokerInterval": int(self.heartbeat_interval * 1000),
-            "persistConsumerOffsetInterval": int(self.persist_interval * 1000),
-        }
 
     async def _reset_offsets(self, offsets: dict[MessageQueue, int]) -> None:
         """Restart every listed queue this consumer owns from its new offset."""
@@ -668,20 +590,6 @@ class PushConsumer(AsyncLifecycle):
                 except errors.RocketKubeError as exc:
                     log.warning("reset of %s to %d failed: %s", queue, offset, exc)
         log.info("%s: reset %d queue(s)", self.client_id, len(offsets))
-
-
-async def _cancel(*tasks: asyncio.Task[None], timeout: float = 10.0) -> None:
-    """Cancel ``tasks`` and wait for them, at most ``timeout`` seconds."""
-    for task in tasks:
-        task.cancel()
-    if not tasks:
-        return
-    done, pending = await asyncio.wait(tasks, timeout=timeout)
-    for task in done:
-        if not task.cancelled() and task.exception() is not None:
-            log.warning("task %s failed: %r", task.get_name(), task.exception())
-    for task in pending:
-        log.warning("task %s did not stop within %.0f s", task.get_name(), timeout)
 
 
 def _now_ms() -> int:

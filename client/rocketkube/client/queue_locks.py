@@ -13,9 +13,11 @@ each lock round and is treated as granting every lock: order then holds within a
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Mapping
 
 from rocketkube.client.consumer_core import ConsumerCore
+from rocketkube.client.process_queue import ProcessQueue
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common import errors
 from rocketkube.common.protocol import admin_bodies
@@ -26,7 +28,7 @@ from rocketkube.common.protocol.consumer_headers import (
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 
-__all__ = ["lock", "unlock"]
+__all__ = ["holds", "lock", "renew", "unlock"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,25 @@ async def lock(core: ConsumerCore, queues: Iterable[MessageQueue]) -> set[Messag
             MessageQueue(q.topic, q.broker_name, q.queue_id) for q in body.lock_ok_mq_set
         )
     return granted
+
+
+async def renew(core: ConsumerCore, held: Mapping[MessageQueue, ProcessQueue]) -> None:
+    """Renew the locks of the ``held`` queues; a queue not granted stops consuming."""
+    granted = await lock(core, list(held))
+    now = time.monotonic()
+    for queue, process_queue in held.items():
+        process_queue.locked = queue in granted
+        if process_queue.locked:
+            process_queue.last_lock_time = now
+
+
+def holds(process_queue: ProcessQueue, lock_interval: float) -> bool:
+    """Whether the queue's lock is still good: granted, and renewed recently enough
+    (``lock_interval`` is the renewal period) that the broker has not let it lapse."""
+    return (
+        process_queue.locked
+        and time.monotonic() - process_queue.last_lock_time < 2 * lock_interval + 10
+    )
 
 
 async def unlock(core: ConsumerCore, queues: Iterable[MessageQueue]) -> None:

@@ -8,6 +8,7 @@ a broker going down) it falls back, as Java's consumer does, to an ordinary
 SEND_MESSAGE_V2 (310) of a copy into ``%RETRY%<group>`` with ``RETRY_TOPIC``,
 ``ORIGIN_MESSAGE_ID`` and the ``DELAY`` level set. It returns ``False`` when both fail: the
 caller must then keep the message and consume it again itself.
+:func:`restore_topics` undoes the renaming when the retried copies are consumed.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from rocketkube.common.protocol.consumer_headers import ConsumerSendMsgBackReque
 from rocketkube.common.protocol.send_headers import SendMessageRequestHeaderV2
 from rocketkube.common.remoting.codes import RequestCode
 
-__all__ = ["INNER_PRODUCER_GROUP", "send_back"]
+__all__ = ["INNER_PRODUCER_GROUP", "restore_topics", "send_back"]
 
 log = logging.getLogger(__name__)
 
@@ -102,3 +103,14 @@ async def _resend(
         max_reconsume_times=max_reconsume_times,
     )
     await core.call(target, RequestCode.SEND_MESSAGE_V2, header.encode(), bytes(message.body))
+
+
+def restore_topics(group: str, messages: list[MessageExt]) -> list[MessageExt]:
+    """``messages`` pulled from ``%RETRY%<group>`` get back the topic they were first sent
+    to (``RETRY_TOPIC``), so listeners see the topic they subscribed to."""
+    group_retry = retry_topic(group)
+    for message in messages:
+        original = message.properties.get(props.PropertyName.RETRY_TOPIC)
+        if original and message.topic == group_retry:
+            message.topic = original
+    return messages
