@@ -230,3 +230,39 @@ async def test_lite_pull_consumer_answers_too(
     assert set(info.mq_table) == {MessageQueue(topic, "broker-a", i) for i in range(QUEUES)}
     assert [s.topic for s in info.subscriptions] == [topic]
     assert info.status_table[topic].consume_ok_tps == 0.0
+
+
+class _AllAtOnce(AdminClient):
+    """Answers a client only once every client of the call was asked: one asked after
+    another answered would wait in vain (a silent client would cost its 10 s each)."""
+
+    def __init__(self, expected: int) -> None:
+        super().__init__("127.0.0.1:1")
+        self.expected = expected
+        self.asked: list[str] = []
+        self.everyone_asked = asyncio.Event()
+
+    async def consumer_running_info(
+        self, group: str, client_id: str, *, jstack: bool = False
+    ) -> ConsumerRunningInfo:
+        self.asked.append(client_id)
+        if len(self.asked) == self.expected:
+            self.everyone_asked.set()
+        await asyncio.wait_for(self.everyone_asked.wait(), WAIT_SECONDS)
+        if client_id.startswith("silent"):
+            raise MQBrokerError(ResponseCode.CONSUME_MSG_TIMEOUT, f"{client_id} did not answer")
+        return ConsumerRunningInfo(properties={"clientId": client_id})
+
+
+async def test_clients_are_asked_at_once() -> None:
+    admin = _AllAtOnce(expected=3)
+    answers = await admin.consumers_running_info("g", ["a@1", "silent@2", "b@3", "a@1"])
+    assert sorted(admin.asked) == ["a@1", "b@3", "silent@2"]  # each once
+    assert list(answers) == ["a@1", "silent@2", "b@3"]
+    info_a, silent, info_b = answers.values()
+    assert isinstance(info_a, ConsumerRunningInfo)
+    assert info_a.properties["clientId"] == "a@1"
+    assert isinstance(info_b, ConsumerRunningInfo)
+    assert info_b.properties["clientId"] == "b@3"
+    assert isinstance(silent, MQBrokerError)
+    assert silent.code == ResponseCode.CONSUME_MSG_TIMEOUT

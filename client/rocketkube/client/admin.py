@@ -18,11 +18,12 @@ and the answering address as ``broker``; transport failures raise the
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from rocketkube.client.admin_base import AdminBase
-from rocketkube.client.errors import MQClientError
+from rocketkube.client.errors import MQBrokerError, MQClientError
 from rocketkube.client.pull import PULL_ANSWERS, PullResult, pull_header, pull_result
 from rocketkube.common import errors as common_errors
 from rocketkube.common import fastjson, properties_file
@@ -320,6 +321,26 @@ class AdminClient(AdminBase):
                 continue
             return ConsumerRunningInfo.decode(response.body_bytes())
         raise last if last is not None else MQClientError("no master broker known")
+
+    async def consumers_running_info(
+        self, group: str, client_ids: Iterable[str], *, jstack: bool = False
+    ) -> dict[str, ConsumerRunningInfo | MQBrokerError]:
+        """:meth:`consumer_running_info` of each of ``client_ids``, asked all at once: a
+        client that never answers costs the broker's wait for it (10 s) once, not once per
+        client. A client's broker error (not online, no answer) is its entry; any other
+        error is raised."""
+        ids = list(dict.fromkeys(client_ids))
+        results = await asyncio.gather(
+            *(self.consumer_running_info(group, cid, jstack=jstack) for cid in ids),
+            return_exceptions=True,
+        )
+        out: dict[str, ConsumerRunningInfo | MQBrokerError] = {}
+        for cid, result in zip(ids, results, strict=True):
+            if isinstance(result, ConsumerRunningInfo | MQBrokerError):
+                out[cid] = result
+            else:
+                raise result
+        return out
 
     async def producer_connections(self, group: str, topic: str) -> ProducerConnection:
         """GET_PRODUCER_CONNECTION_LIST (204) on every master of ``topic``'s route: the

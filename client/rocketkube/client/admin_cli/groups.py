@@ -296,13 +296,11 @@ async def _client_ips(session: Session, group: str) -> dict[MessageQueue, str]:
             raise
         return {}
     held: dict[MessageQueue, str] = {}
-    for conn in sorted(cc.connections, key=lambda c: c.client_id):
-        try:
-            info = await admin.consumer_running_info(group, conn.client_id)
-        except MQBrokerError:
-            continue
-        for mq in info.mq_table:
-            held[mq] = conn.client_id.split("@")[0]
+    client_ids = sorted(conn.client_id for conn in cc.connections)
+    for client_id, info in (await admin.consumers_running_info(group, client_ids)).items():
+        if isinstance(info, ConsumerRunningInfo):
+            for mq in info.mq_table:
+                held[mq] = client_id.split("@")[0]
     return held
 
 
@@ -333,14 +331,17 @@ async def _consumer_status(session: Session) -> None:
     cc = await admin.consumer_connections(args.group, broker_addr=args.broker_addr)
     rows: list[tuple[ClientConnection, ConsumerRunningInfo | str]] = []
     infos: dict[str, ConsumerRunningInfo] = {}
-    for conn in sorted(cc.connections, key=lambda c: c.client_id):
-        try:
-            info = await admin.consumer_running_info(args.group, conn.client_id, jstack=args.jstack)
-        except MQBrokerError as exc:
-            rows.append((conn, " ".join(f"{exc.remark or exc}".split())))
+    connections = sorted(cc.connections, key=lambda c: c.client_id)
+    answers = await admin.consumers_running_info(
+        args.group, [conn.client_id for conn in connections], jstack=args.jstack
+    )
+    for conn in connections:
+        answer = answers[conn.client_id]
+        if isinstance(answer, MQBrokerError):
+            rows.append((conn, " ".join(f"{answer.remark or answer}".split())))
             continue
-        infos[conn.client_id] = info
-        rows.append((conn, info))
+        infos[conn.client_id] = answer
+        rows.append((conn, answer))
     same = same_subscriptions(infos) if infos else None
     now_ms = time.time_ns() // 1_000_000
     warnings = [w for cid, info in infos.items() for w in queue_warnings(cid, info, now_ms)]
