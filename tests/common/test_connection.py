@@ -11,13 +11,16 @@ import pytest
 from rocketkube.common import errors
 from rocketkube.common.remoting import frame
 from rocketkube.common.remoting.client import RemotingClient
-from rocketkube.common.remoting.codes import ResponseCode
+from rocketkube.common.remoting.codes import ResponseCode, SerializeType
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
 from rocketkube.common.remoting.dispatch import Dispatcher
 from rocketkube.common.remoting.server import RemotingServer
 
-ECHO, SLOW, FAIL, PUSH, ONEWAY = 1000, 1001, 1002, 1003, 1004
+ECHO, SLOW, FAIL, PUSH, ONEWAY, TEMPLATED = 1000, 1001, 1002, 1003, 1004, 1005
+STORED = frame.ResponseTemplate(
+    ResponseCode.SUCCESS, {"region": 'a "quoted" 100% value'}, ("msgId", "queueOffset")
+)
 
 
 class Recorder:
@@ -44,14 +47,18 @@ class Recorder:
         answer = await conn.invoke(RemotingCommand.request(ECHO, {"from": "server"}), 1.0)
         return RemotingCommand.response(remark=answer.ext_fields["from"])
 
-    def observe(self, code: int, result: int | None, seconds: float) -> None:
-        self.observed.append((code, result))
+    def templated(self, conn: Connection, req: RemotingCommand) -> Reply:
+        return STORED.response(req.ext_fields["id"], str(req.opaque))
+
+    def observe(self, code: int, result: int | None, seconds: float, count: int) -> None:
+        self.observed += [(code, result)] * count
 
 
 @pytest.fixture
 async def served() -> AsyncIterator[tuple[RemotingServer, Recorder]]:
     rec = Recorder()
     table = {ECHO: rec.echo, SLOW: rec.slow, FAIL: rec.fail, PUSH: rec.push, ONEWAY: rec.oneway_}
+    table[TEMPLATED] = rec.templated
     server = RemotingServer(
         Dispatcher(table, observer=rec.observe),
         "127.0.0.1",
@@ -76,6 +83,30 @@ async def test_request_response_and_unknown_code(served: tuple[RemotingServer, R
     assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
     assert unknown.remark == " request type 4242 not supported"
     assert (ECHO, 0) in rec.observed
+    await client.close()
+
+
+@pytest.mark.parametrize("serialize", list(SerializeType))
+async def test_templated_responses_answer_in_the_request_serialization(
+    served: tuple[RemotingServer, Recorder], serialize: SerializeType
+) -> None:
+    server, rec = served
+    client = RemotingClient()
+    addr = f"127.0.0.1:{server.port}"
+    requests = [RemotingCommand.request(TEMPLATED, {"id": f"{i:032X}"}) for i in range(20)]
+    for request in requests:
+        request.serialize_type = serialize
+    answers = await asyncio.gather(*(client.invoke(addr, r) for r in requests))
+    for request, answer in zip(requests, answers, strict=True):
+        assert answer.serialize_type is serialize
+        assert answer.code == ResponseCode.SUCCESS
+        assert answer.opaque == request.opaque
+        assert answer.ext_fields == {
+            "region": 'a "quoted" 100% value',
+            "msgId": request.ext_fields["id"],
+            "queueOffset": str(request.opaque),
+        }
+    assert rec.observed.count((TEMPLATED, ResponseCode.SUCCESS)) == len(requests)
     await client.close()
 
 

@@ -46,8 +46,8 @@ class Log:
         self.served.append(f"other:{req.opaque}")
         return RemotingCommand.response(remark=f"other:{req.opaque}")
 
-    def observe(self, code: int, result: int | None, seconds: float) -> None:
-        self.observed.append((code, result))
+    def observe(self, code: int, result: int | None, seconds: float, count: int) -> None:
+        self.observed += [(code, result)] * count
 
 
 def dispatcher(log: Log) -> Dispatcher:

@@ -173,3 +173,42 @@ def test_ext_values_are_always_strings(ext: dict[str, object]) -> None:
     for key, value in ext.items():
         if isinstance(value, bool):
             assert cmd.ext_fields[key] == ("true" if value else "false")
+
+
+@given(
+    st.dictionaries(st.text(min_size=1, max_size=6), st.text(max_size=8), max_size=3),
+    st.lists(st.from_regex(r"[0-9A-F]{0,32}", fullmatch=True), min_size=1, max_size=3),
+    st.integers(-(2**31), 2**31 - 1),
+)
+def test_templated_response_frame_is_the_encoded_command(
+    fixed: dict[str, str], values: list[str], opaque: int
+) -> None:
+    variable = [f"v{i}" for i in range(len(values))]
+    fixed = {k: v for k, v in fixed.items() if k not in variable}
+    template = frame.ResponseTemplate(17, fixed, variable)
+    response = template.response(*values)
+    assert response.ext_fields == {**fixed, **dict(zip(variable, values, strict=True))}
+    data = response.json_frame(opaque)
+    response.opaque = opaque
+    assert data == frame.encode_bytes(response)
+    (back,) = frame.FrameDecoder().feed(data)
+    assert (back.code, back.opaque, back.flag) == (17, opaque, 1)
+    assert back.ext_fields == response.ext_fields
+
+
+def test_response_template_needs_its_markers_once() -> None:
+    with pytest.raises(ValueError, match="not in the header once"):
+        frame.ResponseTemplate(0, {"x": "7261902417333919"}, ["a"])  # holds the opaque mark
+
+
+def test_templated_response_fills_its_fields_on_first_read() -> None:
+    template = frame.ResponseTemplate(0, {"r": "x"}, ["a"])
+    one, two = template.response(5), template.response(6)
+    one.opaque = 42  # set before anything is read: kept
+    assert one.flag == 1
+    assert one.opaque == 42
+    assert one.ext_fields == {"r": "x", "a": "5"}
+    one.ext_fields["r"] = "changed"
+    assert two.ext_fields == {"r": "x", "a": "6"}
+    with pytest.raises(AttributeError):
+        _ = one.no_such_field

@@ -32,15 +32,17 @@ class RequestMetrics(Collector):
         self._sums: dict[int, float] = {}
         registry.register(self)
 
-    def __call__(self, request_code: int, response_code: int | None, seconds: float) -> None:
+    def __call__(
+        self, request_code: int, response_code: int | None, seconds: float, count: int
+    ) -> None:
         key = (request_code, response_code)
-        self._requests[key] = self._requests.get(key, 0) + 1
+        self._requests[key] = self._requests.get(key, 0) + count
         buckets = self._buckets.get(request_code)
         if buckets is None:
             buckets = self._buckets[request_code] = [0] * (len(LATENCY_BUCKETS) + 1)
             self._sums[request_code] = 0.0
-        buckets[bisect.bisect_left(LATENCY_BUCKETS, seconds)] += 1
-        self._sums[request_code] += seconds
+        buckets[bisect.bisect_left(LATENCY_BUCKETS, seconds)] += count
+        self._sums[request_code] += seconds * count
 
     def collect(self) -> Iterator[CounterMetricFamily | HistogramMetricFamily]:
         requests = CounterMetricFamily(

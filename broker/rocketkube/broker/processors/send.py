@@ -73,6 +73,7 @@ from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import FLAG_RESPONSE, RemotingCommand
 from rocketkube.common.remoting.connection import Connection
 from rocketkube.common.remoting.dispatch import BatchingProcessor, Processor
+from rocketkube.common.remoting.frame import ResponseTemplate
 
 __all__ = ["SendProcessor", "table"]
 
@@ -163,6 +164,12 @@ class SendProcessor:
         self._cluster = settings.broker_cluster_name
         self._region = settings.region_id
         self._trace = "true" if settings.trace_on else "false"
+        fixed = {MSG_REGION: self._region, TRACE_ON: self._trace}
+        variable = ("msgId", "queueId", "queueOffset")
+        self._stored_answers: dict[int, ResponseTemplate] = {
+            code: ResponseTemplate(code, fixed, variable)
+            for code in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT)
+        }
         self._is_slave = settings.broker_role is BrokerRole.SLAVE
         self._broker_ip = settings.broker_ip1
         self._max_delay_level = len(settings.message_delay_level.split())
@@ -520,17 +527,7 @@ class SendProcessor:
         first = appended[0]
         msg_id = first.msg_id if len(appended) == 1 else ",".join([a.msg_id for a in appended])
         self._observe_latency(time.perf_counter() - started)
-        return RemotingCommand(
-            code,
-            flag=FLAG_RESPONSE,
-            ext_fields={
-                "msgId": msg_id,
-                "queueId": str(queue_id),
-                "queueOffset": str(first.queue_offset),
-                MSG_REGION: self._region,
-                TRACE_ON: self._trace,
-            },
-        )
+        return self._stored_answers[code].response(msg_id, queue_id, first.queue_offset)
 
     def _fail(self, code: int, remark: str) -> RemotingCommand:
         return RemotingCommand(

@@ -137,15 +137,27 @@ class Connection(asyncio.Protocol):
         if not self.is_open:
             raise errors.ConnectionClosedError(f"connection to {self.remote_address} is closed")
         head, body = frame.encode(cmd)
+        outbox = self._writing()
+        outbox.append(head)
+        if body:
+            outbox.append(body)
+
+    def _queue_frame(self, data: bytes) -> None:
+        """:meth:`send` of a frame already encoded; dropped when the connection is closed."""
+        if not self.is_open:
+            log.debug("could not answer %s: connection closed", self.remote_address)
+            return
+        self._writing().append(data)
+
+    def _writing(self) -> list[bytes | bytearray | memoryview]:
+        """The outbox of this loop step (its flush scheduled), for frames to write."""
         self._last_io = self._loop.time()
         outbox = self._outbox
         if outbox is None:
             outbox = self._outbox = []
             if not self._receiving:
                 self._loop.call_soon(self._flush)
-        outbox.append(head)
-        if body:
-            outbox.append(body)
+        return outbox
 
     def _flush(self) -> None:
         outbox, self._outbox = self._outbox, None
@@ -300,6 +312,17 @@ class Connection(asyncio.Protocol):
 
     def _reply(self, request: RemotingCommand, reply: RemotingCommand | None) -> None:
         if reply is None or request.flag & FLAG_ONEWAY:
+            return
+        if (
+            isinstance(reply, frame.TemplatedResponse)
+            and request.serialize_type is codes.SerializeType.JSON
+        ):
+            data = reply.json_frame(request.opaque)
+            outbox = self._outbox
+            if outbox is not None and self._receiving:
+                outbox.append(data)  # amid a received chunk: open, and its time just taken
+            else:
+                self._queue_frame(data)
             return
         reply.opaque = request.opaque
         reply.flag |= FLAG_RESPONSE

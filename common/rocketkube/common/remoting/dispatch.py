@@ -26,8 +26,9 @@ Processor = Callable[[Connection, RemotingCommand], Reply]
 ManyProcessor = Callable[[Connection, Sequence[RemotingCommand]], Sequence[Reply]]
 
 
-#: Told of every request: (request code, response code or None, seconds spent).
-RequestObserver = Callable[[int, int | None, float], None]
+#: Told of every request: (request code, response code or None, seconds spent, how many
+#: requests that was: a run of pipelined requests is told once per distinct result).
+RequestObserver = Callable[[int, int | None, float, int], None]
 
 
 def not_supported(code: int) -> RemotingCommand:
@@ -76,10 +77,10 @@ class Dispatcher:
             if self._observer is not None:
                 if reply is not None and not isinstance(reply, RemotingCommand):
                     return self._observed(request.code, reply, started)
-                self._observer(request.code, _code_of(reply), time.perf_counter() - started)
+                self._observer(request.code, _code_of(reply), time.perf_counter() - started, 1)
             return reply
         if self._observer is not None:
-            self._observer(request.code, _code_of(reply), 0.0)
+            self._observer(request.code, _code_of(reply), 0.0, 1)
         return reply
 
     def handle_many(self, conn: Connection, requests: Sequence[RemotingCommand]) -> list[Reply]:
@@ -114,15 +115,19 @@ class Dispatcher:
         observer = self._observer
         if observer is None:
             return replies
-        # Each request is told its share of the run's time.
+        # Each request is told its share of the run's time; answered ones in one tally.
         share = (time.perf_counter() - started) / len(run)
         observed: list[Reply] = []
+        tally: dict[tuple[int, int | None], int] = {}
         for request, reply in zip(run, replies, strict=True):
-            if reply is not None and not isinstance(reply, RemotingCommand):
-                observed.append(self._observed(request.code, reply, started))
-            else:
-                observer(request.code, _code_of(reply), share)
+            if reply is None or isinstance(reply, RemotingCommand):
+                key = (request.code, None if reply is None else reply.code)
+                tally[key] = tally.get(key, 0) + 1
                 observed.append(reply)
+            else:
+                observed.append(self._observed(request.code, reply, started))
+        for (code, result), count in tally.items():
+            observer(code, result, share, count)
         return observed
 
     async def _observed(
@@ -132,9 +137,9 @@ class Dispatcher:
         try:
             result = await reply
         except Exception:
-            self._observer(code, codes.ResponseCode.SYSTEM_ERROR, time.perf_counter() - started)
+            self._observer(code, codes.ResponseCode.SYSTEM_ERROR, time.perf_counter() - started, 1)
             raise
-        self._observer(code, _code_of(result), time.perf_counter() - started)
+        self._observer(code, _code_of(result), time.perf_counter() - started, 1)
         return result
 
 

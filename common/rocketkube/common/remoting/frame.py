@@ -16,18 +16,28 @@ JSON headers may carry ``extFields`` values as numbers or booleans (C++, ali-ons
 they are coerced the way fastjson does (``true`` -> ``"true"``), never with
 Python's ``str(True)``. Trailing whitespace after the JSON object is accepted.
 Decoding never raises anything but :class:`~rocketkube.common.errors.ProtocolError`.
+
+A hot path's answer can be a :class:`TemplatedResponse`: its JSON frame is one string
+format of a :class:`ResponseTemplate` encoded once, instead of a command built, a header
+dict serialized and the frame assembled per answer.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import orjson
 
 from rocketkube.common import errors
 from rocketkube.common.remoting import codes
-from rocketkube.common.remoting.command import Body, RemotingCommand
+from rocketkube.common.remoting.command import (
+    FLAG_RESPONSE,
+    SERVER_VERSION,
+    Body,
+    RemotingCommand,
+)
 
 MAX_FRAME_LENGTH = 16 * 1024 * 1024
 
@@ -286,3 +296,91 @@ class FrameDecoder:
         if pos < size:
             self._carry += view[pos:]
         return out
+
+
+class TemplatedResponse(RemotingCommand):
+    """A response of a :class:`ResponseTemplate`, made for a hot path: only its ``code`` is
+    set up front; the connection writes its JSON frame from the template
+    (:meth:`json_frame`), and the other :class:`RemotingCommand` fields (``ext_fields``
+    with every value, ``flag``...) are filled in on first use, for a binary-serialized
+    answer or any other reader."""
+
+    __slots__ = ("_template", "_values")
+
+    def __init__(self, template: ResponseTemplate, values: tuple[object, ...]) -> None:
+        self.code = template.code
+        self._template = template
+        self._values = values
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached while a RemotingCommand field is still unset: set every unset one.
+        if name not in _UNSET_DEFAULTS:
+            raise AttributeError(name)
+        template = self._template
+        for field, default in _UNSET_DEFAULTS.items():
+            slot = _SLOTS[field]
+            try:
+                slot.__get__(self)
+            except AttributeError:
+                if field == "ext_fields":
+                    default = dict(template.fixed)
+                    default.update(zip(template.variable, map(str, self._values), strict=True))
+                slot.__set__(self, default)
+        return _SLOTS[name].__get__(self)
+
+    def json_frame(self, opaque: int) -> bytes:
+        """The whole frame (length field included) answering the request ``opaque``: the
+        bytes :func:`encode_bytes` makes of this command with that opaque, JSON-serialized."""
+        header = (self._template.header % (*self._values, opaque)).encode()
+        return _HEAD.pack(4 + len(header), len(header)) + header
+
+
+#: A templated response's fields but its code, as first read (ext_fields: from the values).
+_UNSET_DEFAULTS: Final[dict[str, Any]] = {
+    "opaque": 0,
+    "flag": FLAG_RESPONSE,
+    "language": "JAVA",
+    "version": SERVER_VERSION,
+    "remark": None,
+    "ext_fields": None,
+    "body": b"",
+    "serialize_type": codes.SerializeType.JSON,
+}
+_SLOTS: Final[dict[str, Any]] = {name: vars(RemotingCommand)[name] for name in _UNSET_DEFAULTS}
+
+
+class ResponseTemplate:
+    """The JSON header of response ``code`` with the ``fixed`` extFields, the ``variable``
+    ones (in that order) and the opaque left as placeholders; :meth:`response` fills them.
+
+    Variable values must need no JSON escaping (digits, hex ids): they are formatted in
+    as they are, unchecked, as this is for hot paths.
+    """
+
+    __slots__ = ("code", "fixed", "header", "variable")
+
+    _MARK = "\x00{}\x00"
+
+    def __init__(self, code: int, fixed: Mapping[str, str], variable: Sequence[str]) -> None:
+        self.code = code
+        self.fixed = dict(fixed)
+        self.variable = tuple(variable)
+        sample = RemotingCommand(code, 0, FLAG_RESPONSE, ext_fields=dict(self.fixed))
+        sample.ext_fields.update({key: self._MARK.format(i) for i, key in enumerate(variable)})
+        sample.opaque = _TEMPLATE_OPAQUE
+        text = encode_json_header(sample).decode().replace("%", "%%")
+        marks = [orjson.dumps(self._MARK.format(i)).decode() for i in range(len(self.variable))]
+        for mark, placeholder in [*((m, '"%s"') for m in marks), (str(_TEMPLATE_OPAQUE), "%d")]:
+            if text.count(mark) != 1:
+                raise ValueError(f"response template: {mark!r} is not in the header once")
+            text = text.replace(mark, placeholder)
+        self.header = text
+
+    def response(self, *values: object) -> TemplatedResponse:
+        """The response with ``values`` (``str()`` of each) for the variable extFields, in
+        their order."""
+        return TemplatedResponse(self, values)
+
+
+#: An opaque no header holds by chance (the JSON of its digits is unique in a template).
+_TEMPLATE_OPAQUE: Final = 7_261_902_417_333_919
