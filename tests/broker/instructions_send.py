@@ -1,0 +1,134 @@
+"""Instructions per pipelined send (not a test): run this file with the venv's python.
+
+Timing figures on shared machines swing several-fold with the host; instruction counts do
+not. This runs itself twice under ``valgrind --tool=callgrind`` (installed separately:
+``apt-get install valgrind``), feeding ``N`` and ``2N`` pre-built 100 B SEND_MESSAGE_V2
+frames, in chunks of ``--chunk``, to an in-process broker's server connection whose
+transport drops what it writes (ASYNC_FLUSH; decode, checks, append, dispatch, index and
+the answer all count). Collection is switched on (``callgrind_control -i on``) only around
+the feeding, and the difference of the two counts divided by ``N`` is the marginal cost of
+one send, free of start-up. Compare two trees with ``PYTHONPATH`` pointing at each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from rocketkube.broker.app import BrokerApp
+from rocketkube.broker.settings import BrokerSettings
+from rocketkube.client.bench import pipeline
+from rocketkube.common.remoting.connection import Connection
+
+_COLLECTED = re.compile(r"Collected : (\d+)")
+
+
+class _Sink(asyncio.Transport):
+    """A transport that accepts and drops everything."""
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        pass
+
+    def writelines(self, list_of_data: object) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return ("127.0.0.1", 40000) if name in ("peername", "sockname") else default
+
+
+def _callgrind(switch: str) -> None:
+    subprocess.run(["callgrind_control", "-i", switch, str(os.getpid())], check=True,
+                   capture_output=True)  # fmt: skip
+
+
+async def _feed(messages: int, chunk: int, body_size: int) -> None:
+    """Feed ``messages`` sends to a broker in this process, collecting only meanwhile."""
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = BrokerSettings(
+            namesrv_addr="",
+            listen_port=0,
+            http_port=0,
+            broker_ip1="127.0.0.1",
+            store_path_root_dir=str(Path(tmp) / "store"),
+            mapped_file_size_commit_log=256 << 20,
+        )
+        app = BrokerApp(settings)
+        await app.start()
+        conn: Connection = app.server._make_connection()
+        conn.connection_made(_Sink())
+        # 4 queues: what a topic auto-created from TBW102 has
+        frames = pipeline.SendFrames("InstructionsT", b"b" * body_size, 4, 1_700_000_000_000)
+        seq = 0
+
+        def build() -> bytes:
+            nonlocal seq
+            out: list[bytes] = []
+            for _ in range(chunk):
+                frames.add(out, seq + 1, seq)
+                seq += 1
+            return b"".join(out)
+
+        for _ in range(20):  # warm-up: topic creation, first page touches
+            conn.data_received(build())
+            await asyncio.sleep(0)
+        chunks = [build() for _ in range(messages // chunk)]
+        gc.collect()
+        gc.freeze()
+        _callgrind("on")
+        for data in chunks:
+            conn.data_received(data)
+            await asyncio.sleep(0)
+        _callgrind("off")
+        await app.stop()
+
+
+def _count(messages: int, args: argparse.Namespace) -> int:
+    command = [
+        "valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
+        sys.executable, __file__, "--child", "-n", str(messages), "--chunk", str(args.chunk),
+        "--body-size", str(args.body_size),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    found = _COLLECTED.search(done.stderr)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"callgrind run failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", "--messages", type=int, default=6400)
+    parser.add_argument("--chunk", type=int, default=64, help="sends per received chunk")
+    parser.add_argument("--body-size", type=int, default=100)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        asyncio.run(_feed(args.messages, args.chunk, args.body_size))
+        return
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        raise SystemExit("needs valgrind (apt-get install valgrind)")
+    one = _count(args.messages, args)
+    two = _count(2 * args.messages, args)
+    print(f"{args.messages} sends: {one:,} instructions; {2 * args.messages}: {two:,}")
+    print(f"marginal: {(two - one) / args.messages:,.0f} instructions per send")
+
+
+if __name__ == "__main__":
+    main()
