@@ -96,7 +96,7 @@ async def test_templated_responses_answer_in_the_request_serialization(
     requests = [RemotingCommand.request(TEMPLATED, {"id": f"{i:032X}"}) for i in range(20)]
     for request in requests:
         request.serialize_type = serialize
-    answers = await asyncio.gather(*(client.invoke(addr, r) for r in requests))
+    answers = await asyncio.gather(*(client.invoke(addr, r, timeout=30) for r in requests))
     for request, answer in zip(requests, answers, strict=True):
         assert answer.serialize_type is serialize
         assert answer.code == ResponseCode.SUCCESS
@@ -127,9 +127,11 @@ async def test_slow_request_does_not_block_pipelined_ones(
     server, _ = served
     client = RemotingClient()
     addr = f"127.0.0.1:{server.port}"
-    slow = asyncio.create_task(client.invoke(addr, RemotingCommand.request(SLOW, {"delay": "1.5"})))
+    # Generous timeouts: a host stalling for seconds must not time the 1.5 s answer out.
+    slow_request = RemotingCommand.request(SLOW, {"delay": "1.5"})
+    slow = asyncio.create_task(client.invoke(addr, slow_request, timeout=30))
     await asyncio.sleep(0.05)
-    fast = await client.invoke(addr, RemotingCommand.request(SLOW, {"delay": "0"}))
+    fast = await client.invoke(addr, RemotingCommand.request(SLOW, {"delay": "0"}), timeout=30)
     assert fast.remark == "0"
     assert not slow.done()
     assert (await slow).remark == "1.5"
