@@ -37,8 +37,11 @@ class CountingFsync:
 
 
 def sync_config(config: StoreConfig, **changes: Any) -> StoreConfig:
+    """SYNC_FLUSH, with a 60 s ``syncFlushTimeout`` unless given: a CI run on a host whose
+    fdatasync stalled for over the default 5 s answered FLUSH_DISK_TIMEOUT."""
     from dataclasses import replace
 
+    changes.setdefault("sync_flush_timeout", 60_000)
     return replace(config, flush_disk_type=FlushDiskType.SYNC_FLUSH, **changes)
 
 
