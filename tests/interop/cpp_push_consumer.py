@@ -6,7 +6,10 @@ Run in a subprocess by ``test_running_info_interop.py``, never imported by pytes
 
 Subscribes GROUP to TOPIC (``TagA || TagB``), then waits until STOP_FILE exists or the
 deadline passes, so a test can ask the broker about it meanwhile. Prints one JSON line
-``{"stopped": true}`` (or ``{"error": ...}``) and leaves at once with ``os._exit``.
+``{"stopped": true}`` (or ``{"error": ...}``) before shutting the consumer down, because the
+C++ client's push consumer sometimes aborts in ``shutdown`` (``boost::thread_interrupted``
+thrown from its rebalance thread, apache/rocketmq-client-cpp#204), then leaves at once with
+``os._exit``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def main(namesrv: str, topic: str, group: str, stop_file: Path, deadline: float)
     consumer.start()
     while not stop_file.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
+    print(json.dumps({"stopped": True}), flush=True)
     consumer.shutdown()
 
 
@@ -44,7 +48,6 @@ if __name__ == "__main__":
             Path(sys.argv[4]),
             time.monotonic() + float(sys.argv[5]),
         )
-        print(json.dumps({"stopped": True}), flush=True)
     except Exception:
         print(json.dumps({"error": traceback.format_exc()}), flush=True)
     os._exit(0)

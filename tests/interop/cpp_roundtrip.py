@@ -9,7 +9,9 @@ property ``custom=c<i>``) with ``send_sync``, then consumes them back with a pus
 subscribed to ``TagA || TagB`` until all arrived or the deadline passed. Prints one JSON
 line ``{"sent": [{"status", "msg_id", "offset"}], "received": [{"body", "tags", "keys",
 "custom", "id"}], "deliveries": n}`` (or ``{"error": ...}``) and leaves at once with
-``os._exit``: the library's destructors and threads must not keep the process alive.
+``os._exit``: the library's destructors and threads must not keep the process alive. The
+push consumer is shut down after the result is printed: the C++ client sometimes aborts in
+its ``shutdown`` (``boost::thread_interrupted``, apache/rocketmq-client-cpp#204).
 The library writes its logs under ``$HOME/logs/rocketmq-cpp``.
 """
 
@@ -51,7 +53,10 @@ def produce(namesrv: str, topic: str, group: str, count: int) -> list[dict[str, 
     return sent
 
 
-def consume(namesrv: str, topic: str, group: str, count: int, deadline: float) -> dict[str, Any]:
+def consume(
+    namesrv: str, topic: str, group: str, count: int, deadline: float
+) -> tuple[dict[str, Any], PushConsumer]:
+    """Receive until COUNT distinct bodies arrived or the deadline; the consumer keeps running."""
     lock = threading.Lock()
     done = threading.Event()
     seen: dict[str, dict[str, str | None]] = {}
@@ -77,10 +82,9 @@ def consume(namesrv: str, topic: str, group: str, count: int, deadline: float) -
     consumer.subscribe(topic, on_message, "TagA || TagB")
     consumer.start()
     done.wait(max(0.0, deadline - time.monotonic()))
-    consumer.shutdown()
     with lock:
         received = [{"body": body, **meta} for body, meta in seen.items()]
-        return {"received": received, "deliveries": deliveries}
+        return {"received": received, "deliveries": deliveries}, consumer
 
 
 def main(argv: list[str]) -> int:
@@ -91,9 +95,14 @@ def main(argv: list[str]) -> int:
     result: dict[str, Any] = {}
     if mode in ("both", "produce"):
         result["sent"] = produce(namesrv, topic, group, count)
+    consumers = []
     if mode in ("both", "consume"):
-        result.update(consume(namesrv, topic, group, count, deadline))
+        received, consumer = consume(namesrv, topic, group, count, deadline)
+        result.update(received)
+        consumers.append(consumer)
     print(json.dumps(result), flush=True)
+    for consumer in consumers:
+        consumer.shutdown()
     return 0
 
 
