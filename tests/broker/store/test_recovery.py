@@ -61,10 +61,23 @@ def assert_consistent(store: MessageStore) -> list[record.RecordMeta]:
     for (topic, queue_id), entries in expected.items():
         assert queue_entries(store, topic, queue_id) == entries
         assert store.max_offset(topic, queue_id) == entries[-1][0] + 1
-    assert store.commit_log_max_offset == (
-        records[-1].physical_offset + records[-1].size if records else 0
-    )
+    assert store.commit_log_max_offset == log_end(store, records)
     return records
+
+
+def log_end(store: MessageStore, records: list[record.RecordMeta]) -> int:
+    """Where the log must end: after its last record or, when the writer closed that
+    record's segment with the blank filler and died before writing into the next one, at
+    the segment's end (as Java's recovery ends there)."""
+    if not records:
+        return 0
+    end = records[-1].physical_offset + records[-1].size
+    segment = store._log.files.find(end)
+    assert segment is not None
+    at = end - segment.start
+    if record.check(segment.view, at, segment.size, expected_offset=end) == record.CHECK_BLANK:
+        return segment.end
+    return end
 
 
 def fill(store: MessageStore, msg: MakeMessage, count: int) -> None:
@@ -118,6 +131,39 @@ def test_torn_last_record_and_zeroed_tail(open_store: OpenStore, msg: MakeMessag
     records = assert_consistent(store)
     assert len(records) == 29
     assert store.max_offset("TopicA", 29 % 3) == 9  # queue 2 lost its 10th message
+
+
+def test_log_ending_in_a_blank_filler_goes_on_in_the_next_segment(
+    open_store: OpenStore, msg: MakeMessage
+) -> None:
+    """Killed after closing a segment with its blank filler, before the record that did
+    not fit was written: the log ends at the segment's end and goes on in a new one."""
+    store = open_store()
+    fill(store, msg, 80)  # ~75 KB: the second 64 KiB segment is begun
+    before = log_records(store)
+    paths = store.paths
+    store.close_abruptly()
+    first_in_second = next(r for r in before if r.physical_offset >= 65536)
+    assert first_in_second.physical_offset == 65536
+    kept = [r for r in before if r.physical_offset < 65536]
+    assert kept[-1].physical_offset + kept[-1].size < 65536  # a blank filler follows
+    (paths.commit_log / f"{65536:020d}").unlink()  # the next segment was never written
+    (paths.checkpoint).unlink()
+
+    store = open_store()
+    assert store.recovery is not None
+    assert not store.recovery.clean
+    records = assert_consistent(store)
+    assert [r.physical_offset for r in records] == [r.physical_offset for r in kept]
+    assert store.commit_log_max_offset == 65536
+    result = store.put_message(msg(b"next", queue_id=0))
+    assert result.ok
+    assert result.appended[0].physical_offset == 65536
+    store.close()
+    store = open_store()
+    records = assert_consistent(store)
+    assert records[-1].physical_offset == 65536
+    assert len(records) == len(kept) + 1
 
 
 def test_consume_queue_entries_past_the_log_end_are_dropped(
