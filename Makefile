@@ -22,7 +22,9 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 		cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed-stamp; \
 	else echo "npm not found: the Node.js interop tests will be skipped"; fi
 
-install: $(STAMP) $(NODE_STAMP)
+# The Python and Node.js installs run side by side: both mostly wait on the network.
+install:
+	@$(MAKE) --no-print-directory -j2 $(STAMP) $(NODE_STAMP)
 
 lint: install
 	$(VENV)/bin/ruff check $(SOURCES)

@@ -22,7 +22,7 @@ def test_bad_broker_config_exits_2(args: list[str], needle: str, tmp_path: Path)
         [sys.executable, "-m", "rocketkube.common", "broker", "--store", str(tmp_path), *args],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
     )
     assert proc.returncode == 2
     assert needle in proc.stderr

@@ -70,7 +70,7 @@ def test_bad_config_is_a_clear_error(tmp_path: Path) -> None:
     conf = tmp_path / "namesrv.properties"
     conf.write_text("listenPort=notaport\n")
     proc = subprocess.run(
-        [*ROCKETKUBE, "namesrv", "-c", str(conf)], capture_output=True, text=True, timeout=60
+        [*ROCKETKUBE, "namesrv", "-c", str(conf)], capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 2
     assert "listenPort" in proc.stderr

@@ -62,7 +62,7 @@ def cpp_client() -> None:
         probe = subprocess.run(
             [sys.executable, "-c", "import rocketmq.client"],
             capture_output=True,
-            timeout=30,
+            timeout=120,
             check=False,
         )
     except subprocess.TimeoutExpired:
