@@ -89,7 +89,7 @@ async def test_namesrv_process_serves_and_stops_on_sigterm(tmp_path: Path) -> No
     )  # fmt: skip
     try:
         client = RemotingClient()
-        for _ in range(300):
+        for _ in range(1200):
             try:
                 resp = await client.invoke(
                     f"127.0.0.1:{port}", RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG)
@@ -143,7 +143,7 @@ async def test_server_children_stop_when_their_parent_is_killed(tmp_path: Path) 
     try:
         client = RemotingClient()
         request = RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG)
-        for _ in range(300):
+        for _ in range(1200):
             try:
                 await client.invoke(f"127.0.0.1:{port}", request)
                 break
@@ -154,7 +154,7 @@ async def test_server_children_stop_when_their_parent_is_killed(tmp_path: Path) 
         await client.close()
         parent.kill()
         await asyncio.wait_for(parent.wait(), 30)
-        for _ in range(300):
+        for _ in range(1200):
             if not _alive(child_pid):
                 break
             await asyncio.sleep(0.1)
