@@ -24,7 +24,7 @@ from rocketkube.namesrv.app import NamesrvApp
 from rocketkube.namesrv.settings import NamesrvSettings
 
 #: How long a test waits for something the servers will do (register, route, dispatch).
-WAIT_SECONDS = 15.0
+WAIT_SECONDS = 30.0
 
 #: ``await start_broker(name="broker-a", **settings)``: a started, registered broker.
 StartBroker = Callable[..., Awaitable[BrokerApp]]

@@ -33,7 +33,7 @@ from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 
-WAIT_SECONDS = 20.0
+WAIT_SECONDS = 30.0
 BORN = 1_700_000_000_000
 
 # -- pure ----------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from rocketkube.common.remoting.connection import Connection
 from rocketkube.common.remoting.dispatch import Dispatcher
 
 StartBroker = Callable[..., Awaitable[BrokerApp]]
-WAIT_SECONDS = 15.0
+WAIT_SECONDS = 30.0
 HALF = topics.TRANS_HALF_TOPIC
 OP = topics.TRANS_OP_HALF_TOPIC
 COMMIT = sysflag.TRANSACTION_COMMIT_TYPE

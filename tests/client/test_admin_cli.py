@@ -39,7 +39,7 @@ from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.namesrv.app import NamesrvApp
 
 CLUSTER = "DefaultCluster"
-WAIT_SECONDS = 15.0
+WAIT_SECONDS = 30.0
 CreateTopic = Callable[..., Awaitable[None]]
 
 

@@ -23,7 +23,7 @@ from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.namesrv.app import NamesrvApp
 
-WAIT_SECONDS = 10.0
+WAIT_SECONDS = 30.0
 CLUSTER = "DefaultCluster"
 T = TypeVar("T")
 

@@ -15,7 +15,7 @@ from rocketkube.client.routing import MessageQueue
 from rocketkube.common.message.model import MessageExt
 from rocketkube.namesrv.app import NamesrvApp
 
-WAIT_SECONDS = 10.0
+WAIT_SECONDS = 30.0
 QUEUES = 4
 
 CreateTopic = Callable[..., Awaitable[None]]

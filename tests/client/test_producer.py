@@ -29,7 +29,7 @@ from rocketkube.common.message import record, sysflag
 from rocketkube.common.message.model import MessageExt
 from rocketkube.namesrv.app import NamesrvApp
 
-WAIT_SECONDS = 10.0
+WAIT_SECONDS = 30.0
 
 StartBroker = Callable[..., Awaitable[BrokerApp]]
 

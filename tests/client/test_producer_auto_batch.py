@@ -18,7 +18,7 @@ from rocketkube.common.message.model import MessageExt
 from rocketkube.common.remoting.codes import ResponseCode
 from rocketkube.namesrv.app import NamesrvApp
 
-WAIT_SECONDS = 10.0
+WAIT_SECONDS = 30.0
 QUEUES = 4
 
 

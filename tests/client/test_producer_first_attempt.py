@@ -21,7 +21,7 @@ from rocketkube.common.remoting.connection import Connection
 from rocketkube.common.remoting.dispatch import Dispatcher
 from rocketkube.common.remoting.server import RemotingServer
 
-WAIT_SECONDS = 10.0
+WAIT_SECONDS = 30.0
 TOPIC = "FirstAttemptTopic"
 
 

@@ -22,7 +22,7 @@ from rocketkube.common.message.model import MessageExt
 from rocketkube.namesrv.app import NamesrvApp
 
 StartBroker = Callable[..., Awaitable[BrokerApp]]
-WAIT_SECONDS = 15.0
+WAIT_SECONDS = 30.0
 #: The checker scans often; QUIET never finds a half old enough, EAGER checks at once.
 QUIET = {"transaction_check_interval": 50, "transaction_timeout": 600_000}
 EAGER = {"transaction_check_interval": 50, "transaction_timeout": 0}

@@ -15,7 +15,7 @@ from rocketkube.common.remoting.dispatch import Dispatcher
 from rocketkube.common.remoting.server import RemotingServer
 
 SLOW = 1001
-WAIT_SECONDS = 10.0
+WAIT_SECONDS = 30.0
 
 
 async def _slow(conn: Connection, req: RemotingCommand) -> RemotingCommand:
