@@ -28,6 +28,7 @@ from typing import Any
 from rocketmq.client import Message, Producer, PushConsumer
 
 TAGS = ("TagA", "TagB")
+SEND_TIMEOUT_MS = 30_000  # the 3 s default is too short for a CI host that stalls for seconds
 
 
 def _text(value: bytes | str | None) -> str | None:
@@ -35,7 +36,7 @@ def _text(value: bytes | str | None) -> str | None:
 
 
 def produce(namesrv: str, topic: str, group: str, count: int) -> list[dict[str, Any]]:
-    producer = Producer(f"{group}_P")
+    producer = Producer(f"{group}_P", timeout=SEND_TIMEOUT_MS)
     producer.set_namesrv_addr(namesrv)
     producer.start()
     sent = []

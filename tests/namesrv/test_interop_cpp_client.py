@@ -57,8 +57,8 @@ pytestmark = pytest.mark.interop
 PROBE = Path(__file__).with_name("cpp_producer_probe.py")
 #: Mirrors cpp_producer_probe.EXIT_NO_CLIENT (the probe is a script, not imported).
 EXIT_NO_CLIENT = 77
-#: The probe's own watchdog ends it after 30 s; this is the hard stop on our side.
-PROBE_DEADLINE = 40.0
+#: The probe's own watchdog ends it after 90 s; this is the hard stop on our side.
+PROBE_DEADLINE = 120.0
 
 TOPIC = "InteropCppTopic"
 GROUP = "PG_interop_cpp"

@@ -19,7 +19,14 @@ function finish(result, code) {
 }
 
 async function produce() {
-  const producer = new Producer({ ...common, producerGroup: `${group}_P`, logger: quiet });
+  // A send gives up after sendMsgTimeout (+1 s) whatever its retries: CI hosts stall for
+  // seconds at times, and the 3 s default failed a run.
+  const producer = new Producer({
+    ...common,
+    producerGroup: `${group}_P`,
+    sendMsgTimeout: 30000,
+    logger: quiet,
+  });
   await producer.ready();
   const sent = [];
   for (let i = 0; i < count; i++) {
