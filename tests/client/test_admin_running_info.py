@@ -110,7 +110,7 @@ async def cli(namesrv: NamesrvApp, *argv: str) -> tuple[int, str, str]:
 async def send(live: Live, namesrv: NamesrvApp, count: int) -> None:
     """Send ``count`` messages, one per queue in turn, and wait until all are consumed (so
     the group has committed offsets and figures)."""
-    async with Producer("RunningInfoProducer", namesrv.address, send_timeout=10.0) as producer:
+    async with Producer("RunningInfoProducer", namesrv.address, send_timeout=30.0) as producer:
         for i in range(count):
             message = Message(live.topic, f"m{i}".encode())
             message.tags = "TagA"

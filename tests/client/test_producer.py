@@ -245,7 +245,9 @@ async def test_heartbeat_lists_the_producer_until_close(
 ) -> None:
     assert broker.ctx is not None
     clients = broker.ctx.clients
-    async with Producer("PG_beat", namesrv.address, heartbeat_interval=0.05) as producer:
+    async with Producer(
+        "PG_beat", namesrv.address, heartbeat_interval=0.05, send_timeout=30.0
+    ) as producer:
         assert clients.producer_channels("PG_beat") == []
         await producer.send(Message(topic, b"x"))  # the first send to a broker registers
         await _until(lambda: topic in namesrv.routes.topic_queue_table, "topic routed")

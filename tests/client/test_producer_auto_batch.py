@@ -110,6 +110,7 @@ async def test_batches_are_cut_at_batch_max_bytes(
         auto_batch=True,
         batch_max_delay_ms=60_000,  # only the size cuts batches; close sends the rest
         batch_max_bytes=1024,
+        send_timeout=30.0,
     ) as producer:
         futures = [producer.send_async(Message(topic, bytes(200))) for _ in range(12)]
         done = await asyncio.wait_for(asyncio.gather(*futures[:8]), WAIT_SECONDS)
@@ -169,7 +170,7 @@ async def test_close_sends_what_is_gathering(
     namesrv: NamesrvApp, broker: BrokerApp, topic: str
 ) -> None:
     producer = Producer("PG_auto_batch_close", namesrv.address, auto_batch=True,
-                        batch_max_delay_ms=60_000)  # fmt: skip
+                        batch_max_delay_ms=60_000, send_timeout=30.0)  # fmt: skip
     await producer.start()
     future = producer.send_async(Message(topic, b"flushed on close"))
     await asyncio.wait_for(producer.close(), WAIT_SECONDS)

@@ -44,7 +44,7 @@ async def _until(condition: Callable[[], bool], what: str) -> None:
 
 @pytest.fixture
 async def producer(namesrv: NamesrvApp) -> AsyncIterator[Producer]:
-    async with Producer("PushTestProducer", namesrv.address, send_timeout=10.0) as p:
+    async with Producer("PushTestProducer", namesrv.address, send_timeout=30.0) as p:
         yield p
 
 

@@ -104,7 +104,7 @@ async def test_namesrv_process_serves_and_stops_on_sigterm(tmp_path: Path) -> No
         await client.close()
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, stderr = await asyncio.wait_for(proc.communicate(), 30)
+        _, stderr = await asyncio.wait_for(proc.communicate(), 120)
     assert proc.returncode == 0
     assert b"ignoring unknown property 'somethingUnknown'" in stderr
     assert b"shutting down" in stderr
@@ -139,7 +139,7 @@ async def test_server_children_stop_when_their_parent_is_killed(tmp_path: Path) 
         sys.executable, "-c", parent_code, stdout=asyncio.subprocess.PIPE
     )
     assert parent.stdout is not None
-    child_pid = int(await asyncio.wait_for(parent.stdout.readline(), 60))
+    child_pid = int(await asyncio.wait_for(parent.stdout.readline(), 180))
     try:
         client = RemotingClient()
         request = RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG)
@@ -153,7 +153,7 @@ async def test_server_children_stop_when_their_parent_is_killed(tmp_path: Path) 
             pytest.fail("name server did not start")
         await client.close()
         parent.kill()
-        await asyncio.wait_for(parent.wait(), 30)
+        await asyncio.wait_for(parent.wait(), 120)
         for _ in range(1200):
             if not _alive(child_pid):
                 break
