@@ -24,6 +24,7 @@ class Log:
     def __init__(self) -> None:
         self.served: list[str] = []
         self.observed: list[tuple[int, int | None]] = []
+        self.pending: list[asyncio.Future[RemotingCommand | None]] = []
 
     def one(self, conn: Connection, req: RemotingCommand) -> Reply:
         self.served.append(f"one:{req.opaque}")
@@ -36,6 +37,9 @@ class Log:
     def _many_reply(self, req: RemotingCommand) -> Reply:
         if req.ext_fields.get("later"):
             return self._later(req)
+        if req.ext_fields.get("future"):
+            self.pending.append(asyncio.get_running_loop().create_future())
+            return self.pending[-1]
         return RemotingCommand.response(remark=f"many:{req.opaque}")
 
     async def _later(self, req: RemotingCommand) -> RemotingCommand:
@@ -100,6 +104,31 @@ async def test_awaited_replies_of_a_run_are_observed_when_done() -> None:
     later = await asyncio.wait_for(cast(asyncio.Future[RemotingCommand], replies[1]), 10)
     assert later.remark == "later:2"
     assert log.observed == [(PUT, 0), (PUT, 0)]
+
+
+async def test_future_replies_of_a_run_are_observed_by_callback_when_resolved() -> None:
+    """Futures (a SYNC_FLUSH send's answer) come back as they are, not wrapped in a task
+    each, and are told to the observer when resolved: failed ones as SYSTEM_ERROR,
+    cancelled ones not at all."""
+    log = Log()
+    reqs = requests(PUT, PUT, PUT, PUT)
+    for req in reqs[1:]:
+        req.ext_fields["future"] = "1"
+    replies = dispatcher(log).handle_many(NO_CONN, reqs)
+    assert replies[1:] == log.pending
+    assert log.observed == [(PUT, 0)]
+    ok, failed, cancelled = log.pending
+    ok.set_result(RemotingCommand.response(ResponseCode.FLUSH_DISK_TIMEOUT))
+    failed.set_exception(RuntimeError("store broke"))
+    cancelled.cancel()
+    await asyncio.sleep(0)  # done callbacks run on the next loop turn
+    await asyncio.sleep(0)
+    assert log.observed == [
+        (PUT, 0),
+        (PUT, ResponseCode.FLUSH_DISK_TIMEOUT),
+        (PUT, ResponseCode.SYSTEM_ERROR),
+    ]
+    assert isinstance(failed.exception(), RuntimeError)
 
 
 class Client(asyncio.Protocol):

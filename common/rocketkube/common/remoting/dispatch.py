@@ -130,7 +130,31 @@ class Dispatcher:
             observer(code, result, share, count)
         return observed
 
-    async def _observed(
+    def _observed(
+        self, code: int, reply: Awaitable[RemotingCommand | None], started: float
+    ) -> Awaitable[RemotingCommand | None]:
+        """``reply``, told to the observer when it is done.
+
+        A future (thousands of SYNC_FLUSH sends wait on one flush) is observed by a done
+        callback; only coroutines are wrapped, which costs a task per reply."""
+        observer = self._observer
+        assert observer is not None
+        if not isinstance(reply, asyncio.Future):
+            return self._observed_coroutine(code, reply, started)
+
+        def done(future: asyncio.Future[RemotingCommand | None]) -> None:
+            if future.cancelled():
+                return
+            if future.exception() is not None:
+                result: int | None = codes.ResponseCode.SYSTEM_ERROR
+            else:
+                result = _code_of(future.result())
+            observer(code, result, time.perf_counter() - started, 1)
+
+        reply.add_done_callback(done)
+        return reply
+
+    async def _observed_coroutine(
         self, code: int, reply: Awaitable[RemotingCommand | None], started: float
     ) -> RemotingCommand | None:
         assert self._observer is not None
