@@ -4,10 +4,12 @@ Timing figures on shared machines swing several-fold with the host; instruction 
 not. This runs itself twice under ``valgrind --tool=callgrind`` (installed separately:
 ``apt-get install valgrind``), feeding ``N`` and ``2N`` pre-built 100 B SEND_MESSAGE_V2
 frames, in chunks of ``--chunk``, to an in-process broker's server connection whose
-transport drops what it writes (ASYNC_FLUSH; decode, checks, append, dispatch, index and
-the answer all count). Collection is switched on (``callgrind_control -i on``) only around
-the feeding, and the difference of the two counts divided by ``N`` is the marginal cost of
-one send, free of start-up. Compare two trees with ``PYTHONPATH`` pointing at each.
+transport counts the answers it is given and drops them (decode, checks, append, dispatch,
+index and the answer all count; with ``--flush sync`` the group commit and the wait for it
+too). The broker runs on the event loop its process would use (uvloop when installed).
+Collection is switched on (``callgrind_control -i on``) from the feeding until the last
+answer is written, and the difference of the two counts divided by ``N`` is the marginal
+cost of one send, free of start-up. Compare two trees with ``PYTHONPATH`` pointing at each.
 """
 
 from __future__ import annotations
@@ -21,24 +23,40 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.broker.settings import BrokerSettings
 from rocketkube.client.bench import pipeline
+from rocketkube.common import runtime
 from rocketkube.common.remoting.connection import Connection
 
 _COLLECTED = re.compile(r"Collected : (\d+)")
 
 
 class _Sink(asyncio.Transport):
-    """A transport that accepts and drops everything."""
+    """A transport that counts the frames written to it, drops them and sets ``done`` at
+    the ``expected``-th (the connection writes whole frames)."""
+
+    def __init__(self, expected: int) -> None:
+        super().__init__()
+        self.frames = 0
+        self.expected = expected
+        self.done = asyncio.Event()
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        pass
+        view = memoryview(data)
+        at = 0
+        while at < len(view):
+            at += 4 + int.from_bytes(view[at : at + 4], "big")
+            self.frames += 1
+        if self.frames >= self.expected:
+            self.done.set()
 
-    def writelines(self, list_of_data: object) -> None:
-        pass
+    def writelines(self, list_of_data: Iterable[bytes | bytearray | memoryview]) -> None:
+        for data in list_of_data:
+            self.write(data)
 
     def is_closing(self) -> bool:
         return False
@@ -58,8 +76,9 @@ def _callgrind(switch: str) -> None:
                    capture_output=True)  # fmt: skip
 
 
-async def _feed(messages: int, chunk: int, body_size: int) -> None:
+async def _feed(messages: int, chunk: int, body_size: int, flush: str) -> int:
     """Feed ``messages`` sends to a broker in this process, collecting only meanwhile."""
+    warmup = 20
     with tempfile.TemporaryDirectory() as tmp:
         settings = BrokerSettings(
             namesrv_addr="",
@@ -68,11 +87,13 @@ async def _feed(messages: int, chunk: int, body_size: int) -> None:
             broker_ip1="127.0.0.1",
             store_path_root_dir=str(Path(tmp) / "store"),
             mapped_file_size_commit_log=256 << 20,
+            flush_disk_type=f"{flush.upper()}_FLUSH",
         )
         app = BrokerApp(settings)
         await app.start()
         conn: Connection = app.server._make_connection()
-        conn.connection_made(_Sink())
+        sink = _Sink(warmup * chunk + messages)
+        conn.connection_made(sink)
         # 4 queues: what a topic auto-created from TBW102 has
         frames = pipeline.SendFrames("InstructionsT", b"b" * body_size, 4, 1_700_000_000_000)
         seq = 0
@@ -85,7 +106,7 @@ async def _feed(messages: int, chunk: int, body_size: int) -> None:
                 seq += 1
             return b"".join(out)
 
-        for _ in range(20):  # warm-up: topic creation, first page touches
+        for _ in range(warmup):  # warm-up: topic creation, first page touches
             conn.data_received(build())
             await asyncio.sleep(0)
         chunks = [build() for _ in range(messages // chunk)]
@@ -95,15 +116,17 @@ async def _feed(messages: int, chunk: int, body_size: int) -> None:
         for data in chunks:
             conn.data_received(data)
             await asyncio.sleep(0)
+        await asyncio.wait_for(sink.done.wait(), 600)
         _callgrind("off")
         await app.stop()
+    return 0
 
 
 def _count(messages: int, args: argparse.Namespace) -> int:
     command = [
         "valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
         sys.executable, __file__, "--child", "-n", str(messages), "--chunk", str(args.chunk),
-        "--body-size", str(args.body_size),
+        "--body-size", str(args.body_size), "--flush", args.flush,
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     found = _COLLECTED.search(done.stderr)
@@ -117,10 +140,12 @@ def main() -> None:
     parser.add_argument("-n", "--messages", type=int, default=6400)
     parser.add_argument("--chunk", type=int, default=64, help="sends per received chunk")
     parser.add_argument("--body-size", type=int, default=100)
+    parser.add_argument("--flush", choices=("async", "sync"), default="async",
+                        help="flushDiskType of the broker (default async)")  # fmt: skip
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        asyncio.run(_feed(args.messages, args.chunk, args.body_size))
+        runtime.run(_feed(args.messages, args.chunk, args.body_size, args.flush))
         return
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         raise SystemExit("needs valgrind (apt-get install valgrind)")
