@@ -3,9 +3,7 @@ and in-process brokers registered with it (real sockets, real store files under 
 
 from __future__ import annotations
 
-import asyncio
 import operator
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -13,6 +11,7 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
+from waiting import wait_until
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.broker.settings import BrokerSettings
@@ -22,9 +21,6 @@ from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.namesrv.app import NamesrvApp
 from rocketkube.namesrv.settings import NamesrvSettings
-
-#: How long a test waits for something the servers will do (register, route, dispatch).
-WAIT_SECONDS = 30.0
 
 #: ``await start_broker(name="broker-a", **settings)``: a started, registered broker.
 StartBroker = Callable[..., Awaitable[BrokerApp]]
@@ -70,15 +66,6 @@ async def namesrv(namesrv_settings: NamesrvSettings, clock: FakeClock) -> AsyncI
     await app.start()
     yield app
     await app.stop()
-
-
-async def wait_until(condition: Callable[[], bool], what: str) -> None:
-    """Wait (bounded by WAIT_SECONDS) for a condition the event loop will make true."""
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not in {WAIT_SECONDS} s: {what}")
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture

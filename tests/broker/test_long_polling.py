@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from waiting import wait_until
 
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.long_polling import PullRequestHoldService
@@ -107,22 +108,13 @@ def message(body: bytes, tags: str | None = None, queue_id: int = 0) -> InnerMes
     )
 
 
-async def until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Wait (bounded) for a condition the event loop will make true."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.01)
-
-
 def bodies(resp: RemotingCommand) -> list[bytes]:
     return [m.body for m in record.decode_all(resp.body)]
 
 
 async def test_arrival_wakes_a_held_pull_with_the_message(broker: Broker) -> None:
     task = broker.pull()
-    await until(lambda: broker.holds.held_count() == 1)
+    await wait_until(lambda: broker.holds.held_count() == 1, "a pull held")
     assert not task.done()
     started = time.monotonic()
     broker.put(message(b"hello", "TagA"))
@@ -140,7 +132,7 @@ async def test_arrival_wakes_a_held_pull_with_the_message(broker: Broker) -> Non
 async def test_pull_at_the_end_of_a_nonempty_queue_is_held_too(broker: Broker) -> None:
     broker.put(message(b"old"))
     task = broker.pull(offset=1)
-    await until(lambda: broker.holds.held_count(TOPIC, 0) == 1)
+    await wait_until(lambda: broker.holds.held_count(TOPIC, 0) == 1, "a pull held on queue 0")
     broker.put(message(b"new"))
     resp = await asyncio.wait_for(task, 5)
     assert (resp.code, bodies(resp)) == (ResponseCode.SUCCESS, [b"new"])
@@ -148,7 +140,7 @@ async def test_pull_at_the_end_of_a_nonempty_queue_is_held_too(broker: Broker) -
 
 async def test_non_matching_tag_does_not_wake(broker: Broker) -> None:
     task = broker.pull(subscription="TagA")
-    await until(lambda: broker.holds.held_count() == 1)
+    await wait_until(lambda: broker.holds.held_count() == 1, "a pull held")
     broker.put(message(b"b", "TagB"), message(b"none"))
     await asyncio.sleep(0.05)  # a wake-up would be scheduled right away
     assert broker.holds.held_count() == 1
@@ -162,7 +154,7 @@ async def test_non_matching_tag_does_not_wake(broker: Broker) -> None:
 
 async def test_arrival_on_another_queue_does_not_wake(broker: Broker) -> None:
     task = broker.pull(queue_id=0)
-    await until(lambda: broker.holds.held_count() == 1)
+    await wait_until(lambda: broker.holds.held_count() == 1, "a pull held")
     broker.put(message(b"q1", queue_id=1))
     await asyncio.sleep(0.05)
     assert not task.done()
@@ -202,7 +194,10 @@ async def test_many_held_pulls_on_one_connection_are_answered_independently(
     tasks = {q: broker.pull(queue_id=q) for q in range(3)}
     short = broker.pull(queue_id=3, suspend_ms=2000)
     # A stall of the machine may outlast the short hold: it must then have ended on its own.
-    await until(lambda: broker.holds.held_count() == 4 or short.done())
+    await wait_until(
+        lambda: broker.holds.held_count() == 4 or short.done(),
+        "four pulls held, or the short one done",
+    )
     assert len(broker.server.connections) == 1
     # an unrelated pull on the same connection is answered at once
     quick = await asyncio.wait_for(broker.pull(queue_id=2, sys_flag=sysflag.FLAG_SUBSCRIPTION), 5)
@@ -223,7 +218,7 @@ async def test_many_held_pulls_on_one_connection_are_answered_independently(
 
 async def test_several_pulls_on_one_queue_all_wake(broker: Broker) -> None:
     tasks = [broker.pull() for _ in range(3)]
-    await until(lambda: broker.holds.held_count(TOPIC, 0) == 3)
+    await wait_until(lambda: broker.holds.held_count(TOPIC, 0) == 3, "three pulls held on queue 0")
     broker.put(message(b"m"))
     for resp in await asyncio.wait_for(asyncio.gather(*tasks), 5):
         assert bodies(resp) == [b"m"]
@@ -231,9 +226,9 @@ async def test_several_pulls_on_one_queue_all_wake(broker: Broker) -> None:
 
 async def test_closed_connection_drops_its_holds(broker: Broker) -> None:
     task = broker.pull()
-    await until(lambda: broker.holds.held_count() == 1)
+    await wait_until(lambda: broker.holds.held_count() == 1, "a pull held")
     broker.client.close_connection(broker.address)
-    await until(lambda: broker.holds.held_count() == 0)
+    await wait_until(lambda: broker.holds.held_count() == 0, "no pull held")
     with pytest.raises(errors.ConnectionClosedError):
         await asyncio.wait_for(task, 5)
     broker.put(message(b"after"))  # nothing left to wake, nothing breaks
@@ -244,7 +239,7 @@ async def test_woken_pull_does_not_commit_again(broker: Broker) -> None:
     offsets = broker.ctx.offsets
     flag = SUSPEND | sysflag.FLAG_COMMIT_OFFSET
     task = broker.pull(sys_flag=flag, commit_offset=0)
-    await until(lambda: broker.holds.held_count() == 1)
+    await wait_until(lambda: broker.holds.held_count() == 1, "a pull held")
     assert offsets.query(GROUP, TOPIC, 0) == 0
     offsets.commit(GROUP, TOPIC, 0, 7)
     broker.put(message(b"m"))

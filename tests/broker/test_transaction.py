@@ -3,7 +3,6 @@ check-back service and its progress across restarts; plus the checker's pure ari
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from waiting import wait_until
 
 from rocketkube.broker import topics
 from rocketkube.broker.app import BrokerApp
@@ -40,7 +40,6 @@ from rocketkube.common.remoting.connection import Connection
 from rocketkube.common.remoting.dispatch import Dispatcher
 
 StartBroker = Callable[..., Awaitable[BrokerApp]]
-WAIT_SECONDS = 30.0
 HALF = topics.TRANS_HALF_TOPIC
 OP = topics.TRANS_OP_HALF_TOPIC
 COMMIT = sysflag.TRANSACTION_COMMIT_TYPE
@@ -49,14 +48,6 @@ ROLLBACK = sysflag.TRANSACTION_ROLLBACK_TYPE
 QUIET = {"transaction_check_interval": 50, "transaction_timeout": 600_000}
 #: A checker that checks every unresolved half at once.
 EAGER = {"transaction_check_interval": 50, "transaction_timeout": 0}
-
-
-async def until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not in {WAIT_SECONDS} s: {what}")
-        await asyncio.sleep(0.02)
 
 
 # -- pure arithmetic ---------------------------------------------------------------------------
@@ -257,11 +248,11 @@ async def test_commit_delivers_the_real_message_once(
 
     header = peer.end_header(sent, unique, COMMIT)
     await peer.end_oneway(header)
-    await until(lambda: bool(stored(app, topic)), "committed")
+    await wait_until(lambda: bool(stored(app, topic)), "committed")
     await peer.end_oneway(header)  # a repeated commit writes no second message
     response = await peer.end(header)
     assert response.code == ResponseCode.SUCCESS
-    await until(lambda: caught_up(app), "checker caught up")
+    await wait_until(lambda: caught_up(app), "checker caught up")
 
     [real] = await peer.pull(topic, 1)
     assert (real.topic, real.queue_id, real.body, real.flag) == (topic, 1, b"pay 10", 7)
@@ -285,8 +276,8 @@ async def test_rollback_never_delivers(
     await peer.heartbeat()
     sent, unique = await peer.send_half(topic, b"cancel me")
     await peer.end_oneway(peer.end_header(sent, unique, ROLLBACK))
-    await until(lambda: len(stored(app, OP)) == 1, "op entry written")
-    await until(lambda: caught_up(app), "checker caught up")
+    await wait_until(lambda: len(stored(app, OP)) == 1, "op entry written")
+    await wait_until(lambda: caught_up(app), "checker caught up")
     assert await peer.pull(topic, 1) == []
     assert stored(app, topic) == []
     assert peer.checks == []
@@ -340,8 +331,8 @@ async def test_unknown_is_checked_back_on_a_live_producer_channel(
     await peer.heartbeat()
     sent, unique = await peer.send_half(topic, b"decide later")
     await peer.end_oneway(peer.end_header(sent, unique, sysflag.TRANSACTION_NOT_TYPE))
-    await until(lambda: bool(stored(app, topic)), "committed through the check-back")
-    await until(lambda: caught_up(app), "checker caught up")
+    await wait_until(lambda: bool(stored(app, topic)), "committed through the check-back")
+    await wait_until(lambda: caught_up(app), "checker caught up")
 
     header, message = peer.checks[0]
     assert header.msg_id == header.transaction_id == unique
@@ -363,11 +354,11 @@ async def test_check_immunity_delays_the_check(
     await peer.heartbeat()
     sent, unique = await peer.send_half(topic, b"slow", CHECK_IMMUNITY_TIME_IN_SECONDS="600")
     # The checker moves the immune half out of its way, remembering where it was.
-    await until(lambda: progress(app, HALF) == sent.queue_offset + 1, "immune half passed")
+    await wait_until(lambda: progress(app, HALF) == sent.queue_offset + 1, "immune half passed")
     copy = stored(app, HALF)[-1]
     assert copy.properties["TRAN_PREPARED_QUEUE_OFFSET"] == str(sent.queue_offset)
     await peer.end_oneway(peer.end_header(sent, unique, COMMIT))
-    await until(lambda: caught_up(app), "the copy settled by the original's op entry")
+    await wait_until(lambda: caught_up(app), "the copy settled by the original's op entry")
     assert peer.checks == []
     assert len(stored(app, topic)) == 1
 
@@ -379,8 +370,8 @@ async def test_discarded_after_transaction_check_max(
     peer = peers(app.address, group)  # never heartbeats: nobody to ask
     await peer.send_half(topic, b"orphan")
     discard = topics.TRANS_CHECK_MAX_TIME_TOPIC
-    await until(lambda: bool(stored(app, discard)), "discarded")
-    await until(lambda: caught_up(app), "checker caught up")
+    await wait_until(lambda: bool(stored(app, discard)), "discarded")
+    await wait_until(lambda: caught_up(app), "checker caught up")
     [dropped] = stored(app, discard)
     assert dropped.body == b"orphan"
     assert dropped.properties["TRANSACTION_CHECK_TIMES"] == "2"
@@ -399,8 +390,8 @@ async def test_progress_survives_restart(
     orphan = peers(first.address, group)
     await orphan.send_half(topic, b"orphan")
     discard = topics.TRANS_CHECK_MAX_TIME_TOPIC
-    await until(lambda: bool(stored(first, discard)), "discarded")
-    await until(lambda: caught_up(first), "checker caught up")
+    await wait_until(lambda: bool(stored(first, discard)), "discarded")
+    await wait_until(lambda: caught_up(first), "checker caught up")
     half_done, op_done = progress(first, HALF), progress(first, OP)
     await first.stop()
 
@@ -414,8 +405,8 @@ async def test_progress_survives_restart(
     peer = peers(second.address, group, answer=COMMIT)
     await peer.heartbeat()
     _, unique = await peer.send_half(topic, b"after restart")
-    await until(lambda: bool(stored(second, topic)), "committed through the check-back")
-    await until(lambda: caught_up(second), "checker caught up")
+    await wait_until(lambda: bool(stored(second, topic)), "committed through the check-back")
+    await wait_until(lambda: caught_up(second), "checker caught up")
     assert {m.unique_key for _, m in peer.checks} == {unique}  # never the discarded one
     assert len(stored(second, discard)) == 1
     assert [m.body for m in stored(second, topic)] == [b"after restart"]

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeVar
+from collections.abc import AsyncIterator
 
 import pytest
+from waiting import wait_for_value
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.client import Message, Producer
@@ -23,21 +21,7 @@ from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.namesrv.app import NamesrvApp
 
-WAIT_SECONDS = 30.0
 CLUSTER = "DefaultCluster"
-T = TypeVar("T")
-
-
-async def _until(probe: Callable[[], Awaitable[T | None]], what: str) -> T:
-    """Poll ``probe`` (bounded) until it returns something other than None."""
-    deadline = time.monotonic() + WAIT_SECONDS
-    while True:
-        value = await probe()
-        if value is not None:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not in {WAIT_SECONDS} s: {what}")
-        await asyncio.sleep(0.05)
 
 
 @pytest.fixture
@@ -63,7 +47,7 @@ async def _create_routed(admin: AdminClient, topic: str, queues: int = 4) -> Non
             return None
         return True
 
-    await _until(routed, f"{topic} routed")
+    await wait_for_value(routed, f"{topic} routed")
 
 
 async def test_not_started_client_refuses(namesrv: NamesrvApp) -> None:
@@ -230,7 +214,7 @@ async def test_view_message_and_query_by_key(admin: AdminClient, topic: str) -> 
         found = await admin.query_messages_by_key(topic, "order-1")
         return [m.unique_key or "" for m in found] or None
 
-    assert await _until(by_key, "order-1 indexed") == [sent.msg_id]
+    assert await wait_for_value(by_key, "order-1 indexed") == [sent.msg_id]
     by_uniq = await admin.query_messages_by_key(topic, sent.msg_id, unique_key=True)
     assert [m.body for m in by_uniq] == [b"payload"]
     assert await admin.query_messages_by_key(topic, "absent-key") == []

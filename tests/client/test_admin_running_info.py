@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from waiting import WAIT_SECONDS, wait_until
 
 from rocketkube.client import admin_cli
 from rocketkube.client.admin import AdminClient
@@ -31,17 +32,8 @@ from rocketkube.common.protocol.running_info import (
 from rocketkube.common.remoting.codes import ResponseCode
 from rocketkube.namesrv.app import NamesrvApp
 
-WAIT_SECONDS = 30.0
 QUEUES = 4
 CreateTopic = Callable[..., Awaitable[None]]
-
-
-async def until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not in {WAIT_SECONDS} s: {what}")
-        await asyncio.sleep(0.05)
 
 
 class Live:
@@ -86,7 +78,7 @@ async def live(
     await consumer.start()
     try:
         mine = {q for q in consumer.assignment() if q.topic == topic}
-        await until(
+        await wait_until(
             lambda: len({q for q in consumer.assignment() if q.topic == topic}) == QUEUES,
             f"consumer owns {QUEUES} queues ({mine})",
         )
@@ -115,7 +107,7 @@ async def send(live: Live, namesrv: NamesrvApp, count: int) -> None:
             message = Message(live.topic, f"m{i}".encode())
             message.tags = "TagA"
             await producer.send(message)
-    await until(lambda: len(live.received) >= count, f"{count} messages consumed")
+    await wait_until(lambda: len(live.received) >= count, f"{count} messages consumed")
 
 
 def topic_queues(live: Live) -> set[MessageQueue]:
@@ -223,7 +215,7 @@ async def test_lite_pull_consumer_answers_too(
     await create_topic(topic, QUEUES)
     async with LitePullConsumer(group, namesrv.address, auto_commit=False) as consumer:
         await consumer.subscribe(topic)
-        await until(lambda: len(consumer.assignment()) == QUEUES, "lite pull assigned")
+        await wait_until(lambda: len(consumer.assignment()) == QUEUES, "lite pull assigned")
         assert await consumer.poll(0.2) == []
         info = await admin.consumer_running_info(group, consumer.client_id)
     assert info.properties[PROP_CONSUME_TYPE] == "CONSUME_ACTIVELY"

@@ -10,6 +10,7 @@ import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
+from waiting import WAIT_SECONDS, wait_until
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.client import (
@@ -29,17 +30,7 @@ from rocketkube.common.message import record, sysflag
 from rocketkube.common.message.model import MessageExt
 from rocketkube.namesrv.app import NamesrvApp
 
-WAIT_SECONDS = 30.0
-
 StartBroker = Callable[..., Awaitable[BrokerApp]]
-
-
-async def _until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not in {WAIT_SECONDS} s: {what}")
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture
@@ -57,7 +48,7 @@ async def _read(app: BrokerApp, topic: str, queue_id: int, offset: int, n: int) 
     """``n`` stored messages of a queue from ``offset``, waiting for the dispatcher."""
     ctx = app.ctx
     assert ctx is not None
-    await _until(lambda: ctx.store.max_offset(topic, queue_id) >= offset + n, "dispatched")
+    await wait_until(lambda: ctx.store.max_offset(topic, queue_id) >= offset + n, "dispatched")
     result = ctx.store.get_messages(topic, queue_id, offset, n)
     assert result.found, result.status
     return list(record.iter_records(result.body()))
@@ -135,7 +126,7 @@ async def test_send_batch_rejects_mixed_topics(producer: Producer, topic: str) -
 async def test_send_oneway(broker: BrokerApp, producer: Producer, topic: str) -> None:
     message = Message(topic, b"fire and forget")
     await producer.send_oneway(message)
-    await _until(lambda: _total(broker, topic) == 1, "the oneway message stored")
+    await wait_until(lambda: _total(broker, topic) == 1, "the oneway message stored")
 
 
 async def test_send_async_with_callback(broker: BrokerApp, producer: Producer, topic: str) -> None:
@@ -187,7 +178,7 @@ async def test_failed_broker_is_avoided(
     assert {r.queue.broker_name for r in results} == {"broker-a"}
     assert any("send to broker-b failed" in r.getMessage() for r in caplog.records)
     assert all(r.status is SendStatus.SEND_OK for r in results)
-    await _until(lambda: _total(alive, topic) == 8, "all eight stored on broker-a")
+    await wait_until(lambda: _total(alive, topic) == 8, "all eight stored on broker-a")
 
 
 async def test_dead_broker_without_retries_raises_connect_error(
@@ -250,17 +241,17 @@ async def test_heartbeat_lists_the_producer_until_close(
     ) as producer:
         assert clients.producer_channels("PG_beat") == []
         await producer.send(Message(topic, b"x"))  # the first send to a broker registers
-        await _until(lambda: topic in namesrv.routes.topic_queue_table, "topic routed")
+        await wait_until(lambda: topic in namesrv.routes.topic_queue_table, "topic routed")
         async with AdminClient(namesrv.address) as admin:
             listed = await admin.producer_connections("PG_beat", topic)
         assert [c.client_id for c in listed.connections] == [producer.client_id]
         [channel] = clients.producer_channels("PG_beat")
         first_beat = channel.last_update_ms
-        await _until(
+        await wait_until(
             lambda: clients.producer_channels("PG_beat")[0].last_update_ms > first_beat,
             "a periodic heartbeat",
         )
-    await _until(lambda: clients.producer_channels("PG_beat") == [], "unregistered on close")
+    await wait_until(lambda: clients.producer_channels("PG_beat") == [], "unregistered on close")
 
 
 async def test_latency_fault_tolerance_isolates_a_failed_broker(
@@ -279,4 +270,4 @@ async def test_latency_fault_tolerance_isolates_a_failed_broker(
     assert {r.queue.broker_name for r in results} == {"broker-a"}
     failures = [r for r in caplog.records if "send to broker-b failed" in r.getMessage()]
     assert len(failures) == 1  # tried once, then avoided (round robin alone retries it)
-    await _until(lambda: _total(alive, topic) == 8, "all eight stored on broker-a")
+    await wait_until(lambda: _total(alive, topic) == 8, "all eight stored on broker-a")

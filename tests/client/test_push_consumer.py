@@ -7,12 +7,12 @@ Delivery is at least once: tests account for every message id and allow duplicat
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from waiting import wait_until
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.client import queue_locks
@@ -27,19 +27,10 @@ from rocketkube.common.message.model import Message, MessageExt
 from rocketkube.common.protocol.heartbeat import parse_subscription
 from rocketkube.namesrv.app import NamesrvApp
 
-WAIT_SECONDS = 30.0
 QUEUES = 4
 CreateTopic = Callable[..., Awaitable[None]]
 StartBroker = Callable[..., Awaitable[BrokerApp]]
 FAST_DELAYS = " ".join(["1s"] * 18)
-
-
-async def _until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not in {WAIT_SECONDS} s: {what}")
-        await asyncio.sleep(0.05)
 
 
 @pytest.fixture
@@ -114,9 +105,9 @@ async def test_clustering_receives_every_message(
     consumer.register_listener(received)
     await consumer.subscribe(topic)
     async with consumer:
-        await _until(lambda: set(before) <= set(received.by_id), "the first 20")
+        await wait_until(lambda: set(before) <= set(received.by_id), "the first 20")
         after = await _send(producer, topic, [f"b{i}" for i in range(10)])
-        await _until(lambda: set(after) <= set(received.by_id), "the next 10 (long poll)")
+        await wait_until(lambda: set(after) <= set(received.by_id), "the next 10 (long poll)")
         assert _topic_queues(consumer, topic) == {
             MessageQueue(topic, "broker-a", i) for i in range(QUEUES)
         }
@@ -141,10 +132,10 @@ async def test_tags_filter(
     consumer.register_listener(received)
     await consumer.subscribe(topic, "TagA || TagB")
     async with consumer:
-        await _until(lambda: received.bodies() >= {"a1", "a2", "b1"}, "TagA and TagB")
+        await wait_until(lambda: received.bodies() >= {"a1", "a2", "b1"}, "TagA and TagB")
         await _send(producer, topic, ["c3"], "TagC", queue=one)
         await _send(producer, topic, ["a3"], "TagA", queue=one)
-        await _until(lambda: "a3" in received.bodies(), "the sentinel after c3")
+        await wait_until(lambda: "a3" in received.bodies(), "the sentinel after c3")
     assert received.bodies() == {"a1", "a2", "a3", "b1"}
 
 
@@ -169,7 +160,7 @@ async def test_two_consumers_split_then_the_survivor_takes_everything(
     async with c1:
         await c2.start()
         try:
-            await _until(
+            await wait_until(
                 lambda: (
                     len(_topic_queues(c1, topic)) == 2
                     and _topic_queues(c1, topic) | _topic_queues(c2, topic) == all_queues
@@ -177,12 +168,12 @@ async def test_two_consumers_split_then_the_survivor_takes_everything(
                 "two queues each",
             )
             everything |= set(await _send(producer, topic, [f"y{i}" for i in range(40)]))
-            await _until(lambda: bool(second.by_id), "the second consumer got some")
+            await wait_until(lambda: bool(second.by_id), "the second consumer got some")
         finally:
             await c2.close()  # with messages still in flight
-        await _until(lambda: _topic_queues(c1, topic) == all_queues, "the survivor owns all")
+        await wait_until(lambda: _topic_queues(c1, topic) == all_queues, "the survivor owns all")
         everything |= set(await _send(producer, topic, [f"z{i}" for i in range(20)]))
-        await _until(
+        await wait_until(
             lambda: everything <= set(first.by_id) | set(second.by_id), "every message consumed"
         )
 
@@ -215,7 +206,9 @@ async def test_broadcasting_delivers_to_every_consumer(
     for consumer in consumers:
         await consumer.start()
     try:
-        await _until(lambda: all(sent <= set(r.by_id) for r in listeners), "every message, to each")
+        await wait_until(
+            lambda: all(sent <= set(r.by_id) for r in listeners), "every message, to each"
+        )
     finally:
         for consumer in consumers:
             await consumer.close()
@@ -264,7 +257,7 @@ async def test_consume_from_for_a_new_group(
     consumer.register_listener(received)
     await consumer.subscribe(topic)
     async with consumer:
-        await _until(lambda: old | new <= set(received.by_id), "every message")
+        await wait_until(lambda: old | new <= set(received.by_id), "every message")
 
 
 async def test_reconsume_later_redelivers_through_the_retry_topic(
@@ -290,7 +283,7 @@ async def test_reconsume_later_redelivers_through_the_retry_topic(
     consumer.register_listener(listener)
     await consumer.subscribe(topic)
     async with consumer:
-        await _until(
+        await wait_until(
             lambda: all(len(seen.get(i, ())) >= 2 for i in sent), "a second delivery of each"
         )
     for msg_id in sent:
@@ -323,7 +316,7 @@ async def test_failed_send_back_falls_back_to_a_retry_send(
     consumer.register_listener(listener)
     await consumer.subscribe(topic)
     async with consumer:
-        await _until(lambda: len(seen) >= 2, "the message again, through %RETRY%")
+        await wait_until(lambda: len(seen) >= 2, "the message again, through %RETRY%")
     again = seen[1]
     assert (again.client_msg_id, again.topic, again.body) == (msg_id, topic, b"fallback")
     assert again.reconsume_times == 1
@@ -345,10 +338,12 @@ async def test_reset_offset_restarts_the_queues(
     consumer.register_listener(received)
     await consumer.subscribe(topic)
     async with consumer, AdminClient(namesrv.address, timeout=10.0) as admin:
-        await _until(lambda: sent <= set(received.by_id), "every message once")
+        await wait_until(lambda: sent <= set(received.by_id), "every message once")
         table = await admin.reset_offset_by_timestamp(topic, group, 0)
         assert set(table.values()) == {0}
-        await _until(lambda: all(len(received.by_id[i]) >= 2 for i in sent), "every message again")
+        await wait_until(
+            lambda: all(len(received.by_id[i]) >= 2 for i in sent), "every message again"
+        )
 
 
 async def test_orderly_listener_sees_each_queue_in_order(
@@ -383,7 +378,7 @@ async def test_orderly_listener_sees_each_queue_in_order(
     consumer.register_orderly_listener(listener)
     await consumer.subscribe(topic)
     async with consumer:
-        await _until(lambda: all(len(s) >= 15 for s in seen.values()), "every message")
+        await wait_until(lambda: all(len(s) >= 15 for s in seen.values()), "every message")
     for key in keys:
         assert seen[key] == list(range(15)), key
 
@@ -417,11 +412,11 @@ async def test_flow_control_holds_at_most_the_threshold(
     consumer.register_listener(listener)
     await consumer.subscribe(topic)
     async with consumer:
-        await _until(lambda: in_flight == 5, "five messages held")
+        await wait_until(lambda: in_flight == 5, "five messages held")
         await asyncio.sleep(1.0)  # more pulls would happen now without flow control
         assert most == 5
         release.set()
-        await _until(lambda: sent <= done, "every message after the release")
+        await wait_until(lambda: sent <= done, "every message after the release")
     assert most == 5
 
 
@@ -440,14 +435,14 @@ async def test_close_persists_offsets_for_the_next_consumer(
     consumer.register_listener(first)
     await consumer.subscribe(topic)
     async with consumer:
-        await _until(lambda: old <= set(first.by_id), "the old messages")
+        await wait_until(lambda: old <= set(first.by_id), "the old messages")
     new = set(await _send(producer, topic, [f"n{i}" for i in range(8)]))
     second = Received()
     consumer = _consumer(namesrv, group, tmp_path)
     consumer.register_listener(second)
     await consumer.subscribe(topic)
     async with consumer:
-        await _until(lambda: new <= set(second.by_id), "the new messages")
+        await wait_until(lambda: new <= set(second.by_id), "the new messages")
     assert not old & set(second.by_id)
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from waiting import wait_until
 
 from rocketkube.broker import topics
 from rocketkube.broker.app import BrokerApp
@@ -22,18 +21,9 @@ from rocketkube.common.message.model import MessageExt
 from rocketkube.namesrv.app import NamesrvApp
 
 StartBroker = Callable[..., Awaitable[BrokerApp]]
-WAIT_SECONDS = 30.0
 #: The checker scans often; QUIET never finds a half old enough, EAGER checks at once.
 QUIET = {"transaction_check_interval": 50, "transaction_timeout": 600_000}
 EAGER = {"transaction_check_interval": 50, "transaction_timeout": 0}
-
-
-async def until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not in {WAIT_SECONDS} s: {what}")
-        await asyncio.sleep(0.02)
 
 
 class Ledger:
@@ -91,7 +81,7 @@ async def test_commit(
         assert result.status is SendStatus.SEND_OK
         assert result.local_transaction_state is LocalTransactionState.COMMIT_MESSAGE
         assert result.transaction_id == result.msg_id
-        await until(lambda: bool(stored(app, topic)), "committed")
+        await wait_until(lambda: bool(stored(app, topic)), "committed")
     [(executed, arg)] = ledger.executed
     assert arg == {"order": 1}
     assert executed.properties["TRAN_MSG"] == "true"
@@ -114,7 +104,7 @@ async def test_rollback(
     async with TransactionProducer(group, ledger, namesrv.address) as producer:
         result = await producer.send_message_in_transaction(Message(topic, b"cancelled"))
         assert result.local_transaction_state is LocalTransactionState.ROLLBACK_MESSAGE
-        await until(lambda: bool(stored(app, topics.TRANS_OP_HALF_TOPIC)), "rolled back")
+        await wait_until(lambda: bool(stored(app, topics.TRANS_OP_HALF_TOPIC)), "rolled back")
     assert stored(app, topic) == []
 
 
@@ -126,7 +116,7 @@ async def test_unknown_is_resolved_by_the_check(
     async with TransactionProducer(group, ledger, namesrv.address) as producer:
         result = await producer.send_message_in_transaction(Message(topic, b"maybe"))
         assert result.local_transaction_state is LocalTransactionState.UNKNOW
-        await until(lambda: bool(stored(app, topic)), "committed through the check-back")
+        await wait_until(lambda: bool(stored(app, topic)), "committed through the check-back")
     checked = ledger.checked[0]
     assert (checked.topic, checked.queue_id, checked.body) == (
         topic,
@@ -154,8 +144,8 @@ async def test_a_failing_local_transaction_counts_as_unknown(
     async with TransactionProducer(group, ledger, namesrv.address) as producer:
         result = await producer.send_message_in_transaction(Message(topic, b"lost"))
         assert result.local_transaction_state is LocalTransactionState.UNKNOW
-        await until(lambda: bool(ledger.checked), "checked back")
-        await until(lambda: bool(stored(app, topics.TRANS_OP_HALF_TOPIC)), "rolled back")
+        await wait_until(lambda: bool(ledger.checked), "checked back")
+        await wait_until(lambda: bool(stored(app, topics.TRANS_OP_HALF_TOPIC)), "rolled back")
     assert stored(app, topic) == []
 
 
