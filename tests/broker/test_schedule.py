@@ -5,12 +5,12 @@ levels at once, offsets kept across a restart, GET_ALL_DELAY_OFFSET."""
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 import prometheus_client
 import pytest
+from waiting import wait_until
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.broker.context import BrokerContext
@@ -33,7 +33,6 @@ from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 
-WAIT_SECONDS = 30.0
 BORN = 1_700_000_000_000
 
 # -- pure ----------------------------------------------------------------------------------
@@ -102,14 +101,6 @@ def read(store: MessageStore, topic: str, queue_id: int) -> list[MessageExt]:
     return record.decode_all(got.body()) if got.found else []
 
 
-async def wait_for(condition: Callable[[], object], what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not in {WAIT_SECONDS} s: {what}")
-        await asyncio.sleep(0.05)
-
-
 async def test_service_skips_unroutable_messages_and_counts_pending(
     context: BrokerContext, tmp_path: Path
 ) -> None:
@@ -124,7 +115,7 @@ async def test_service_skips_unroutable_messages_and_counts_pending(
     assert registry.get_sample_value("rocketkube_broker_delay_pending", {"level": "1"}) == 2
     service.start()
     try:
-        await wait_for(lambda: read(store, "Real", 2), "the good message delivered")
+        await wait_until(lambda: read(store, "Real", 2), "the good message delivered")
         assert [m.body for m in read(store, "Real", 2)] == [b"good"]
         assert service.offsets == {1: 2}
         assert service.pending() == {1: 0, 2: 0, 3: 0}
@@ -142,7 +133,7 @@ async def test_arrival_after_idle_wakes_the_level(context: BrokerContext, tmp_pa
         await asyncio.sleep(0.1)  # every level has looked and gone idle
         props = {"REAL_TOPIC": "Woken", "REAL_QID": "0"}
         result = store.put_messages((parked(props, level=3, body=b"late"),))
-        await wait_for(lambda: read(store, "Woken", 0), "delivered after an idle period")
+        await wait_until(lambda: read(store, "Woken", 0), "delivered after an idle period")
         delivered = read(store, "Woken", 0)[0]
         assert delivered.store_timestamp >= result.appended[0].store_timestamp + 2000
         assert service.offsets == {3: 1}
@@ -211,7 +202,7 @@ async def test_delayed_message_arrives_intact_after_its_delay(sender: Sender) ->
     assert response.code == ResponseCode.SUCCESS, response.remark
     store = sender.store()
     [waiting] = read(store, SCHEDULE_TOPIC, 0)
-    await wait_for(lambda: read(store, "Delayed", 1), "the delayed message delivered")
+    await wait_until(lambda: read(store, "Delayed", 1), "the delayed message delivered")
     [message] = read(store, "Delayed", 1)
     assert message.body == b"payload"
     assert message.flag == 7
@@ -233,7 +224,7 @@ async def test_levels_interleave_and_each_keeps_its_order(sender: Sender) -> Non
     await sender.send("Levels", b"third-level", 3)
     await sender.send("Levels", b"second", 1)
     store = sender.store()
-    await wait_for(lambda: len(read(store, "Levels", 0)) == 4, "all four delivered")
+    await wait_until(lambda: len(read(store, "Levels", 0)) == 4, "all four delivered")
     delivered = read(store, "Levels", 0)
     bodies = [m.body for m in delivered]
     assert sorted(bodies) == sorted([b"slow", b"first", b"third-level", b"second"])
@@ -250,7 +241,7 @@ async def test_offsets_survive_a_restart(app_settings: BrokerSettings) -> None:
     await first.app.start()
     await first.send("Restart", b"m0", 1)
     await first.send("Restart", b"m1", 1)
-    await wait_for(lambda: len(read(first.store(), "Restart", 0)) == 2, "two delivered")
+    await wait_until(lambda: len(read(first.store(), "Restart", 0)) == 2, "two delivered")
     await first.send("Restart", b"late", 2, queue_id=1)
     await first.client.close()
     await first.app.stop()
@@ -261,8 +252,8 @@ async def test_offsets_survive_a_restart(app_settings: BrokerSettings) -> None:
     await again.app.start()
     try:
         await again.send("Restart", b"m2", 1)
-        await wait_for(lambda: len(read(again.store(), "Restart", 0)) >= 3, "m2 delivered")
-        await wait_for(lambda: read(again.store(), "Restart", 1), "late delivered")
+        await wait_until(lambda: len(read(again.store(), "Restart", 0)) >= 3, "m2 delivered")
+        await wait_until(lambda: read(again.store(), "Restart", 1), "late delivered")
         assert [m.body for m in read(again.store(), "Restart", 0)] == [b"m0", b"m1", b"m2"]
         assert [m.body for m in read(again.store(), "Restart", 1)] == [b"late"]
         request = RemotingCommand.request(RequestCode.GET_ALL_DELAY_OFFSET)

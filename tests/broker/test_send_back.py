@@ -4,11 +4,10 @@ version gate on maxReconsumeTimes, and the error answers."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
+from waiting import wait_until
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.broker.context import BrokerContext
@@ -23,7 +22,6 @@ from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 
-WAIT_SECONDS = 30.0
 SCHEDULE = "SCHEDULE_TOPIC_XXXX"
 GROUP = "CG"
 RETRY = "%RETRY%CG"
@@ -83,14 +81,6 @@ class Broker:
         return await self.client.invoke(self.app.address, request)
 
 
-async def wait_for(condition: Callable[[], object], what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not in {WAIT_SECONDS} s: {what}")
-        await asyncio.sleep(0.05)
-
-
 @pytest.fixture
 def app_settings(broker_settings: BrokerSettings) -> BrokerSettings:
     return broker_settings.model_copy(update={"message_delay_level": "1s 1s 1s 1s"})
@@ -123,7 +113,7 @@ async def test_send_back_retries_through_the_schedule_topic(broker: Broker) -> N
     assert parked.properties["REAL_TOPIC"] == RETRY
     assert parked.properties["REAL_QID"] == "0"
 
-    await wait_for(lambda: broker.read(RETRY), "the retry delivered")
+    await wait_until(lambda: broker.read(RETRY), "the retry delivered")
     [retry] = broker.read(RETRY)
     assert retry.body == b"order-1"
     assert retry.flag == 3
@@ -156,7 +146,7 @@ async def test_explicit_level_above_the_highest_is_clamped(broker: Broker) -> No
 async def test_exhausted_retries_go_to_the_dlq(broker: Broker) -> None:
     original = await broker.send("Orders", b"tired", TAGS="T")
     assert_ok(await broker.send_back(original.commit_log_offset))
-    await wait_for(lambda: broker.read(RETRY), "the retry delivered")
+    await wait_until(lambda: broker.read(RETRY), "the retry delivered")
     [retry] = broker.read(RETRY)
 
     assert_ok(await broker.send_back(retry.commit_log_offset, max_reconsume_times=1))

@@ -22,9 +22,9 @@ WAIT_SECONDS = 30.0
 
 
 async def wait_until(
-    condition: Callable[[], bool], what: str, timeout: float = WAIT_SECONDS
+    condition: Callable[[], object], what: str, timeout: float = WAIT_SECONDS
 ) -> None:
-    """Return once ``condition()`` holds; AssertionError naming ``what`` after ``timeout`` s."""
+    """Return once ``condition()`` is true; AssertionError naming ``what`` after ``timeout`` s."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
