@@ -21,26 +21,23 @@ T = TypeVar("T")
 WAIT_SECONDS = 30.0
 
 
-async def wait_until(
-    condition: Callable[[], object], what: str, timeout: float = WAIT_SECONDS
-) -> None:
-    """Return once ``condition()`` is true; AssertionError naming ``what`` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
+async def wait_until(condition: Callable[[], object], what: str) -> None:
+    """Return once ``condition()`` is true; AssertionError naming ``what`` after
+    :data:`WAIT_SECONDS`."""
+    deadline = time.monotonic() + WAIT_SECONDS
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"not in {timeout} s: {what}")
+            raise AssertionError(f"not in {WAIT_SECONDS} s: {what}")
         await asyncio.sleep(0.02)
 
 
-async def wait_for_value(
-    probe: Callable[[], Awaitable[T | None]], what: str, timeout: float = WAIT_SECONDS
-) -> T:
+async def wait_for_value(probe: Callable[[], Awaitable[T | None]], what: str) -> T:
     """Await ``probe()`` until it gives something other than None, and return that."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + WAIT_SECONDS
     while True:
         value = await probe()
         if value is not None:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"not in {timeout} s: {what}")
+            raise AssertionError(f"not in {WAIT_SECONDS} s: {what}")
         await asyncio.sleep(0.05)
