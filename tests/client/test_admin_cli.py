@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from waiting import WAIT_SECONDS
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.client import admin_cli
@@ -39,7 +40,6 @@ from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.namesrv.app import NamesrvApp
 
 CLUSTER = "DefaultCluster"
-WAIT_SECONDS = 30.0
 CreateTopic = Callable[..., Awaitable[None]]
 
 

@@ -7,6 +7,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
+from waiting import WAIT_SECONDS
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.client import ClientStateError, Message, Producer
@@ -15,7 +16,6 @@ from rocketkube.client.routing import MessageQueue
 from rocketkube.common.message.model import MessageExt
 from rocketkube.namesrv.app import NamesrvApp
 
-WAIT_SECONDS = 30.0
 QUEUES = 4
 
 CreateTopic = Callable[..., Awaitable[None]]

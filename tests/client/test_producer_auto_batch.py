@@ -8,6 +8,7 @@ import zlib
 from collections.abc import AsyncIterator
 
 import pytest
+from waiting import WAIT_SECONDS
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.client import Message, MQBrokerError, Producer, SendResult, select_by_hash
@@ -18,7 +19,6 @@ from rocketkube.common.message.model import MessageExt
 from rocketkube.common.remoting.codes import ResponseCode
 from rocketkube.namesrv.app import NamesrvApp
 
-WAIT_SECONDS = 30.0
 QUEUES = 4
 
 

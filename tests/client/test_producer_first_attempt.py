@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import orjson
 import pytest
+from waiting import WAIT_SECONDS
 
 from rocketkube.client import Message, MQBrokerError, Producer, SendResult, SendStatus
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
@@ -21,7 +22,6 @@ from rocketkube.common.remoting.connection import Connection
 from rocketkube.common.remoting.dispatch import Dispatcher
 from rocketkube.common.remoting.server import RemotingServer
 
-WAIT_SECONDS = 30.0
 TOPIC = "FirstAttemptTopic"
 
 

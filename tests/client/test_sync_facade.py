@@ -12,6 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 import pytest
+from waiting import WAIT_SECONDS
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.client import (
@@ -27,7 +28,6 @@ from rocketkube.client.listener import ConsumeContext, ConsumeStatus
 from rocketkube.client.sync import AdminClient, LitePullConsumer, Producer, PushConsumer
 from rocketkube.namesrv.app import NamesrvApp
 
-WAIT_SECONDS = 30.0
 SEND_TIMEOUT = 30.0  # the machine running the tests may stall for seconds
 
 CreateTopic = Callable[..., Awaitable[None]]

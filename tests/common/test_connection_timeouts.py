@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from waiting import WAIT_SECONDS
 
 from rocketkube.common import errors
 from rocketkube.common.remoting.client import RemotingClient
@@ -15,7 +16,6 @@ from rocketkube.common.remoting.dispatch import Dispatcher
 from rocketkube.common.remoting.server import RemotingServer
 
 SLOW = 1001
-WAIT_SECONDS = 30.0
 
 
 async def _slow(conn: Connection, req: RemotingCommand) -> RemotingCommand:
