@@ -126,8 +126,8 @@ async def test_missing_field_is_system_error(broker: Broker) -> None:
 async def test_offsets_survive_persist_and_load(broker: Broker) -> None:
     await broker.call(RequestCode.UPDATE_CONSUMER_OFFSET, update(0, 100))
     await broker.call(RequestCode.UPDATE_CONSUMER_OFFSET, update(3, 7, group="G2"))
-    broker.ctx.offsets.persist()
-    reloaded = ConsumerOffsetManager(broker.ctx.offsets.path)
+    await broker.ctx.offsets.saved()
+    reloaded = ConsumerOffsetManager(broker.ctx.offsets.saver.path)
     reloaded.load()
     assert reloaded.query(GROUP, TOPIC, 0) == 100
     assert reloaded.query("G2", TOPIC, 3) == 7

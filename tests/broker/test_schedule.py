@@ -120,7 +120,7 @@ async def test_service_skips_unroutable_messages_and_counts_pending(
         assert service.offsets == {1: 2}
         assert service.pending() == {1: 0, 2: 0, 3: 0}
     finally:
-        service.stop()
+        await service.stop()
     assert decode_offsets((tmp_path / "delayOffset.json").read_text()) == {1: 2}
 
 
@@ -138,7 +138,7 @@ async def test_arrival_after_idle_wakes_the_level(context: BrokerContext, tmp_pa
         assert delivered.store_timestamp >= result.appended[0].store_timestamp + 2000
         assert service.offsets == {3: 1}
     finally:
-        service.stop()
+        await service.stop()
 
 
 # -- whole brokers over the wire ------------------------------------------------------------

@@ -227,10 +227,10 @@ class BrokerApp:
         if self.holds is not None:
             self.holds.close()
         if self.ctx is not None:
-            self.ctx.offsets.persist()
-            self.ctx.topics.persist()
-            self.ctx.groups.persist()
+            await self.ctx.offsets.saved()
+            await self.ctx.topics.saved()
+            await self.ctx.groups.saved()
             if self.schedule is not None:
-                self.schedule.stop()
+                await self.schedule.stop()
             await self.ctx.store.shutdown()
         log.info("broker stopped")

@@ -1,4 +1,5 @@
-"""Subscription groups (SubscriptionGroupManager), persisted to ``subscriptionGroup.json``."""
+"""Subscription groups (SubscriptionGroupManager), persisted to ``subscriptionGroup.json``
+in the background, as topics are (see :mod:`rocketkube.broker.topics`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from rocketkube.common.atomic_file import load_json, save_json
+from rocketkube.common.atomic_file import BackgroundSaver, json_bytes, load_json
 from rocketkube.common.protocol.topic_config import DataVersion
 
 log = logging.getLogger(__name__)
@@ -58,9 +59,9 @@ class SubscriptionGroupConfig:
 
 class SubscriptionGroupManager:
     def __init__(self, path: Path, clock: Callable[[], int], *, auto_create: bool = True) -> None:
-        self.path = path
         self.clock = clock
         self.auto_create = auto_create
+        self.saver = BackgroundSaver(path, lambda: json_bytes(self.to_json()))
         self.table: dict[str, SubscriptionGroupConfig] = {}
         self.data_version = DataVersion(clock(), 0)
         for name in ("TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP",
@@ -69,15 +70,16 @@ class SubscriptionGroupManager:
             self.table[name] = SubscriptionGroupConfig(name)
 
     def load(self) -> None:
-        data = load_json(self.path)
+        data = load_json(self.saver.path)
         if data is None:
             return
         for name, raw in (data.get("subscriptionGroupTable") or {}).items():
             self.table[str(name)] = SubscriptionGroupConfig.from_json(raw)
         self.data_version = DataVersion.from_json(data.get("dataVersion"))
 
-    def persist(self) -> None:
-        save_json(self.path, self.to_json())
+    async def saved(self) -> None:
+        """Return once every change so far is on disk; raise the error that kept it off."""
+        await self.saver.flush()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,4 +111,4 @@ class SubscriptionGroupManager:
 
     def _changed(self) -> None:
         self.data_version = self.data_version.next(self.clock())
-        self.persist()
+        self.saver.changed()

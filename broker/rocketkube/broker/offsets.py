@@ -1,8 +1,8 @@
 """Consumer offsets (ConsumerOffsetManager): ``topic@group -> {queueId: offset}``.
 
 Commits land in memory at once and reach ``config/consumerOffset.json`` every
-``flushConsumerOffsetInterval`` and at shutdown, atomically. The last write wins,
-as in RocketMQ: no monotonicity check.
+``flushConsumerOffsetInterval`` and at shutdown, atomically, written in a worker thread
+(:class:`BackgroundSaver`). The last write wins, as in RocketMQ: no monotonicity check.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketkube.common import fastjson
-from rocketkube.common.atomic_file import load_text, save_text
+from rocketkube.common.atomic_file import BackgroundSaver, load_text
 
 log = logging.getLogger(__name__)
 
@@ -25,25 +25,30 @@ def key(topic: str, group: str) -> str:
 
 class ConsumerOffsetManager:
     def __init__(self, path: Path) -> None:
-        self.path = path
+        self.saver = BackgroundSaver(
+            path, lambda: fastjson.dumps(self.to_json(), bare_int_keys=True)
+        )
         self.table: dict[str, dict[int, int]] = {}
         self.dirty = False
 
     def load(self) -> None:
-        data = load_text(self.path, fastjson.loads)
+        data = load_text(self.saver.path, fastjson.loads)
         if data is None:
             return
         for k, queues in (data.get("offsetTable") or {}).items():
             self.table[str(k)] = {int(q): int(o) for q, o in queues.items()}
         log.info("loaded offsets of %d topic@group pairs", len(self.table))
 
-    def persist(self) -> None:
-        save_text(self.path, fastjson.dumps(self.to_json(), bare_int_keys=True).decode())
-        self.dirty = False
-
     def persist_if_dirty(self) -> None:
+        """Start writing the offsets if they changed since the last time."""
         if self.dirty:
-            self.persist()
+            self.dirty = False
+            self.saver.changed()
+
+    async def saved(self) -> None:
+        """Write the offsets if they changed; return once they are on disk."""
+        self.persist_if_dirty()
+        await self.saver.flush()
 
     def to_json(self) -> dict[str, Any]:
         return {"offsetTable": {k: dict(v) for k, v in self.table.items()}}

@@ -158,7 +158,7 @@ class ScheduleService:
         batch_size: int = 32,
     ) -> None:
         self._store = store
-        self.path = path
+        self.saver = atomic_file.BackgroundSaver(path, lambda: encode_offsets(self.offsets))
         self._clock = clock
         self._batch_size = batch_size
         self.delays_ms = parse_delay_levels(delay_levels)
@@ -174,7 +174,7 @@ class ScheduleService:
 
     def load(self) -> None:
         """Read ``delayOffset.json`` (or its ``.bak``); a missing file means all zero."""
-        loaded = atomic_file.load_text(self.path, decode_offsets)
+        loaded = atomic_file.load_text(self.saver.path, decode_offsets)
         if loaded is not None:
             self.offsets = loaded
             log.info("loaded delay offsets %s", loaded)
@@ -190,7 +190,7 @@ class ScheduleService:
         for level in self._levels.values():
             self._arm(level, self._clock())
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
         """Stop delivering and write changed offsets (before the store shuts down)."""
         self._loop = None
         for level in self._levels.values():
@@ -199,14 +199,13 @@ class ScheduleService:
             level.timer = None
             level.due_ms = None
         self.persist_if_dirty()
-
-    def persist(self) -> None:
-        atomic_file.save_bytes(self.path, encode_offsets(self.offsets))
-        self.dirty = False
+        await self.saver.flush()
 
     def persist_if_dirty(self) -> None:
+        """Start writing the offsets (in a worker thread) if they changed."""
         if self.dirty:
-            self.persist()
+            self.dirty = False
+            self.saver.changed()
 
     def encode(self) -> bytes:
         """The offsets as ``delayOffset.json`` holds them (GET_ALL_DELAY_OFFSET)."""

@@ -1,5 +1,9 @@
 """The broker's topic table (TopicConfigManager): system topics, auto-creation,
-persistence to ``config/topics.json`` and the data version the name server compares."""
+persistence to ``config/topics.json`` and the data version the name server compares.
+
+A change is written in the background (:class:`BackgroundSaver`): a send that auto-creates
+its topic does not wait for the fsyncs, as RocketMQ's does not (it writes no fsync at all);
+the admin processors await :meth:`TopicConfigManager.saved` before they answer."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rocketkube.broker.settings import BrokerSettings
-from rocketkube.common.atomic_file import load_json, save_json
+from rocketkube.common.atomic_file import BackgroundSaver, json_bytes, load_json
 from rocketkube.common.protocol import permission
 from rocketkube.common.protocol.topic_config import DataVersion, TopicConfig, TopicConfigWrapper
 
@@ -80,9 +84,9 @@ class TopicConfigManager:
         on_change: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
-        self.path = path
         self.clock = clock
         self.on_change = on_change
+        self.saver = BackgroundSaver(path, lambda: json_bytes(self.wrapper().to_json()))
         self.table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion(clock(), 0)
         self._add_system_topics()
@@ -115,23 +119,25 @@ class TopicConfigManager:
     # -- persistence --------------------------------------------------------------------
 
     def load(self) -> None:
-        data = load_json(self.path)
+        path = self.saver.path
+        data = load_json(path)
         if data is None:
             return
         wrapper = TopicConfigWrapper.from_json(data)
         self.table.update(wrapper.topic_config_table)
         self.data_version = wrapper.data_version
-        log.info("loaded %d topic configs from %s", len(wrapper.topic_config_table), self.path)
+        log.info("loaded %d topic configs from %s", len(wrapper.topic_config_table), path)
 
-    def persist(self) -> None:
-        save_json(self.path, self.wrapper().to_json())
+    async def saved(self) -> None:
+        """Return once every change so far is on disk; raise the error that kept it off."""
+        await self.saver.flush()
 
     def wrapper(self) -> TopicConfigWrapper:
         return TopicConfigWrapper(self.data_version, dict(self.table))
 
     def _changed(self) -> None:
         self.data_version = self.data_version.next(self.clock())
-        self.persist()
+        self.saver.changed()
         if self.on_change is not None:
             self.on_change()
 

@@ -8,10 +8,15 @@ Writing ``name`` (Java ``MixAll.string2File`` made atomic)::
 
 Reading takes ``name``, and falls back to ``name.bak`` when ``name`` is missing, empty or
 fails to parse: a crash at any point leaves one of the two complete.
+
+A server keeps such a file current with :class:`BackgroundSaver`, which writes from a worker
+thread: on a busy disk one fsync can take seconds, and on the event loop it would hold up
+every client meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -85,11 +90,70 @@ def load_text(path: Path, parse: Callable[[str], T]) -> T | None:
     return None
 
 
+def json_bytes(value: Any) -> bytes:
+    """``value`` as the indented JSON that RocketMQ's config files hold."""
+    return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8")
+
+
 def save_json(path: Path, value: Any) -> None:
-    """:func:`save_text` of ``value`` as indented JSON."""
-    save_text(path, json.dumps(value, indent=2, ensure_ascii=False))
+    """:func:`save_bytes` of ``value`` as indented JSON."""
+    save_bytes(path, json_bytes(value))
 
 
 def load_json(path: Path) -> Any:
     """:func:`load_text` with ``json.loads``."""
     return load_text(path, json.loads)
+
+
+class BackgroundSaver:
+    """Keeps ``path`` holding the newest ``render()`` of a changing value.
+
+    :meth:`changed` notes a change and returns at once; a task then renders the value on
+    the event loop (a consistent snapshot) and :func:`save_bytes` it in a worker thread.
+    Writes never overlap, and the changes noted while one runs are folded into the next.
+    A failed write is logged and tried again at the next change or :meth:`flush`. Without
+    a running event loop (tools, tests driving a table directly) a change is saved at once.
+    """
+
+    def __init__(self, path: Path, render: Callable[[], bytes]) -> None:
+        self.path = path
+        self._render = render
+        self._noted = 0
+        self._saved = 0
+        self._lock = asyncio.Lock()
+        self._writer: asyncio.Task[None] | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Whether a noted change is not known to be on disk yet."""
+        return self._saved < self._noted
+
+    def changed(self) -> None:
+        self._noted += 1
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            save_bytes(self.path, self._render())
+            self._saved = self._noted
+            return
+        if self._writer is None:
+            self._writer = loop.create_task(self._write_in_background(), name=f"save {self.path}")
+
+    async def flush(self) -> None:
+        """Return once every change noted so far is on disk; raise what kept one off it."""
+        await self._write_pending()
+
+    async def _write_in_background(self) -> None:
+        try:
+            await self._write_pending()
+        except Exception as exc:
+            _log.error("cannot save %s (tried again at the next change): %s", self.path, exc)
+        finally:
+            self._writer = None
+
+    async def _write_pending(self) -> None:
+        async with self._lock:
+            while self._saved < self._noted:
+                noted = self._noted
+                await asyncio.to_thread(save_bytes, self.path, self._render())
+                self._saved = noted

@@ -10,11 +10,15 @@ listings of :mod:`.admin_stats`, and the broker config of :mod:`.admin_config`.
 - QUERY_TOPIC_CONSUME_BY_WHO (300): online subscribers plus groups with offsets.
 - UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201),
   DELETE_SUBSCRIPTIONGROUP (207).
+
+A change of a topic or a group is answered once its config file is on disk (written in a
+worker thread, the event loop serving meanwhile); SYSTEM_ERROR says when it could not be.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from rocketkube.broker import topics
 from rocketkube.broker.context import BrokerContext
@@ -58,6 +62,16 @@ def fail(code: int, remark: str) -> RemotingCommand:
     return RemotingCommand.response(code, remark)
 
 
+async def ok_once_saved(saved: Callable[[], Awaitable[None]], what: str) -> RemotingCommand:
+    """SUCCESS once ``saved()`` returns; SYSTEM_ERROR naming ``what`` when the write failed
+    (the change holds in memory and is tried again at the next one)."""
+    try:
+        await saved()
+    except OSError as exc:
+        return fail(ResponseCode.SYSTEM_ERROR, f"{what} changed, but not saved to disk: {exc}")
+    return ok()
+
+
 def refuse_on_slave(ctx: BrokerContext) -> RemotingCommand | None:
     return None if ctx.settings.is_master else fail(ResponseCode.SYSTEM_ERROR, SLAVE_REMARK)
 
@@ -91,7 +105,9 @@ class TopicAdminProcessors:
 
     # -- topics ---------------------------------------------------------------------------
 
-    def update_and_create_topic(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+    async def update_and_create_topic(
+        self, conn: Connection, req: RemotingCommand
+    ) -> RemotingCommand:
         header = h.CreateTopicRequestHeader.decode(req.ext_fields)
         refused = refuse_on_slave(self.ctx) or check_topic_name(header.topic)
         if refused is not None:
@@ -123,9 +139,9 @@ class TopicAdminProcessors:
         )
         log.info("topic %s updated by %s: %s", header.topic, conn.remote_address, config)
         self.ctx.topics.update(config)
-        return ok()
+        return await ok_once_saved(self.ctx.topics.saved, f"topic {header.topic}")
 
-    def delete_topic(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+    async def delete_topic(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         header = h.DeleteTopicRequestHeader.decode(req.ext_fields)
         refused = refuse_on_slave(self.ctx) or check_topic_name(header.topic)
         if refused is not None:
@@ -134,7 +150,7 @@ class TopicAdminProcessors:
         self.ctx.topics.delete(header.topic)
         self.ctx.store.delete_topic(header.topic)
         self.ctx.offsets.remove_topic(header.topic)
-        return ok()
+        return await ok_once_saved(self.ctx.topics.saved, f"topic {header.topic}")
 
     def get_all_topic_config(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         return ok(fastjson.dumps(self.ctx.topics.wrapper().to_json()))
@@ -164,7 +180,7 @@ class TopicAdminProcessors:
 
     # -- subscription groups --------------------------------------------------------------
 
-    def update_and_create_subscription_group(
+    async def update_and_create_subscription_group(
         self, conn: Connection, req: RemotingCommand
     ) -> RemotingCommand:
         refused = refuse_on_slave(self.ctx)
@@ -185,14 +201,16 @@ class TopicAdminProcessors:
             )
         log.info("subscription group %s updated by %s", name, conn.remote_address)
         self.ctx.groups.update(config)
-        return ok()
+        return await ok_once_saved(self.ctx.groups.saved, f"subscription group {name}")
 
     def get_all_subscription_group_config(
         self, conn: Connection, req: RemotingCommand
     ) -> RemotingCommand:
         return ok(fastjson.dumps(self.ctx.groups.to_json()))
 
-    def delete_subscription_group(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+    async def delete_subscription_group(
+        self, conn: Connection, req: RemotingCommand
+    ) -> RemotingCommand:
         header = h.DeleteSubscriptionGroupRequestHeader.decode(req.ext_fields)
         refused = refuse_on_slave(self.ctx)
         if refused is not None:
@@ -202,7 +220,7 @@ class TopicAdminProcessors:
         self.ctx.groups.delete(header.group_name)
         if header.remove_offset:
             self.ctx.offsets.remove_group(header.group_name)
-        return ok()
+        return await ok_once_saved(self.ctx.groups.saved, f"subscription group {header.group_name}")
 
 
 def table(ctx: BrokerContext) -> dict[int, Processor]:
