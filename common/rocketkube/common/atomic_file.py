@@ -66,10 +66,6 @@ def save_bytes(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
-def save_text(path: Path, text: str) -> None:
-    save_bytes(path, text.encode("utf-8"))
-
-
 def load_text(path: Path, parse: Callable[[str], T]) -> T | None:
     """``parse`` of ``path``'s text, else of ``.bak``'s; ``None`` when neither works."""
     for candidate in (path, _sibling(path, ".bak")):
@@ -93,11 +89,6 @@ def load_text(path: Path, parse: Callable[[str], T]) -> T | None:
 def json_bytes(value: Any) -> bytes:
     """``value`` as the indented JSON that RocketMQ's config files hold."""
     return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8")
-
-
-def save_json(path: Path, value: Any) -> None:
-    """:func:`save_bytes` of ``value`` as indented JSON."""
-    save_bytes(path, json_bytes(value))
 
 
 def load_json(path: Path) -> Any:
