@@ -94,6 +94,7 @@ class NamesrvApp:
                 await self._scanner
         await self.http.stop()
         await self.server.stop()
+        await self.kv.saved()  # a change whose write failed gets one more try
 
     def scan_not_active_brokers(self) -> list[str]:
         """One expiry pass: remove brokers silent past the timeout and close their channels."""

@@ -1,7 +1,8 @@
 """Namespaced key/value config (KVConfigManager), persisted to ``kvConfigPath``.
 
 File format, as RocketMQ writes it: ``{"configTable":{"<namespace>":{"<key>":"<value>"}}}``.
-Every change is written atomically before the request is answered.
+Every change is written atomically, in a worker thread (the loop serving route lookups
+meanwhile), before the request is answered.
 """
 
 from __future__ import annotations
@@ -19,23 +20,26 @@ ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 
 class KVConfig:
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+        self.saver = atomic_file.BackgroundSaver(
+            Path(path), lambda: fastjson.dumps({"configTable": self.table})
+        )
         self.table: dict[str, dict[str, str]] = {}
 
     def load(self) -> None:
-        data = atomic_file.load_text(self.path, fastjson.loads)
+        data = atomic_file.load_text(self.saver.path, fastjson.loads)
         if data is None:
             return
         table = data.get("configTable") or {}
         self.table = {str(ns): {str(k): str(v) for k, v in kv.items()} for ns, kv in table.items()}
-        log.info("loaded %d KV namespaces from %s", len(self.table), self.path)
+        log.info("loaded %d KV namespaces from %s", len(self.table), self.saver.path)
 
-    def _persist(self) -> None:
-        atomic_file.save_bytes(self.path, fastjson.dumps({"configTable": self.table}))
+    async def saved(self) -> None:
+        """Return once every change so far is on disk; raise the error that kept it off."""
+        await self.saver.flush()
 
     def put(self, namespace: str, key: str, value: str) -> None:
         self.table.setdefault(namespace, {})[key] = value
-        self._persist()
+        self.saver.changed()
 
     def get(self, namespace: str, key: str) -> str | None:
         return self.table.get(namespace, {}).get(key)
@@ -45,7 +49,7 @@ class KVConfig:
         if kv is not None and kv.pop(key, None) is not None:
             if not kv:
                 del self.table[namespace]
-            self._persist()
+            self.saver.changed()
 
     def namespace(self, namespace: str) -> dict[str, str] | None:
         kv = self.table.get(namespace)

@@ -18,6 +18,7 @@ from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection
 from rocketkube.common.remoting.dispatch import Processor
+from rocketkube.common.remoting.replies import ok_once_saved
 from rocketkube.namesrv import settings as settings_mod
 from rocketkube.namesrv.kvconfig import ORDER_TOPIC_CONFIG, KVConfig
 from rocketkube.namesrv.routes import BrokerRegistration, RouteTables
@@ -202,10 +203,10 @@ class NamesrvProcessors:
 
     # -- KV config --------------------------------------------------------------------
 
-    def put_kv_config(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+    async def put_kv_config(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         header = h.PutKVConfigRequestHeader.decode(req.ext_fields)
         self.kv.put(header.namespace, header.key, header.value)
-        return ok()
+        return await ok_once_saved(self.kv.saved, f"KV config {header.namespace}/{header.key}")
 
     def get_kv_config(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         header = h.KVConfigKeyRequestHeader.decode(req.ext_fields)
@@ -217,10 +218,10 @@ class NamesrvProcessors:
             )
         return ok(ext_fields=h.GetKVConfigResponseHeader(value).encode())
 
-    def delete_kv_config(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+    async def delete_kv_config(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         header = h.KVConfigKeyRequestHeader.decode(req.ext_fields)
         self.kv.delete(header.namespace, header.key)
-        return ok()
+        return await ok_once_saved(self.kv.saved, f"KV config {header.namespace}/{header.key}")
 
     def get_kv_list_by_namespace(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         header = h.GetKVListByNamespaceRequestHeader.decode(req.ext_fields)

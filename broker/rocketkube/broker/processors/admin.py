@@ -18,7 +18,6 @@ worker thread, the event loop serving meanwhile); SYSTEM_ERROR says when it coul
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 
 from rocketkube.broker import topics
 from rocketkube.broker.context import BrokerContext
@@ -32,6 +31,7 @@ from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection
 from rocketkube.common.remoting.dispatch import Processor
+from rocketkube.common.remoting.replies import ok_once_saved
 
 __all__ = ["MAX_QUEUE_NUMS", "TOPIC_FILTER_TYPES", "TopicAdminProcessors", "table"]
 
@@ -60,16 +60,6 @@ def ok(body: bytes = b"") -> RemotingCommand:
 
 def fail(code: int, remark: str) -> RemotingCommand:
     return RemotingCommand.response(code, remark)
-
-
-async def ok_once_saved(saved: Callable[[], Awaitable[None]], what: str) -> RemotingCommand:
-    """SUCCESS once ``saved()`` returns; SYSTEM_ERROR naming ``what`` when the write failed
-    (the change holds in memory and is tried again at the next one)."""
-    try:
-        await saved()
-    except OSError as exc:
-        return fail(ResponseCode.SYSTEM_ERROR, f"{what} changed, but not saved to disk: {exc}")
-    return ok()
 
 
 def refuse_on_slave(ctx: BrokerContext) -> RemotingCommand | None:
