@@ -121,7 +121,8 @@ class RemoteOffsetStore(OffsetStore):
 
 
 class LocalFileOffsetStore(OffsetStore):
-    """Broadcasting offsets in one JSON file, written atomically (keeps a ``.bak``).
+    """Broadcasting offsets in one JSON file, written atomically (keeps a ``.bak``) from a
+    worker thread, so a slow disk does not stall the consumer's event loop.
 
     :meth:`persist` writes every offset held in memory, plus the queues of the file this
     client no longer consumes, so nothing already stored is lost.
@@ -129,8 +130,12 @@ class LocalFileOffsetStore(OffsetStore):
 
     def __init__(self, path: Path) -> None:
         super().__init__()
-        self.path = path
         self._stored: dict[MessageQueue, int] = {}
+        self._saver = atomic_file.BackgroundSaver(path, lambda: _encode_offsets(self._stored))
+
+    @property
+    def path(self) -> Path:
+        return self._saver.path
 
     async def load(self) -> None:
         """Read the file (or its ``.bak``); a missing or unreadable file is an empty table."""
@@ -154,7 +159,8 @@ class LocalFileOffsetStore(OffsetStore):
                 self._stored[queue] = offset
                 changed = True
         if changed or not self.path.exists():
-            atomic_file.save_bytes(self.path, _encode_offsets(self._stored))
+            self._saver.changed()
+        await self._saver.flush()
 
 
 def _encode_offsets(table: dict[MessageQueue, int]) -> bytes:
