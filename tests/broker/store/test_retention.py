@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from rocketkube.broker.store import GetStatus, InnerMessage, MessageStore, PutStatus, StoreConfig
+import pytest
+from waiting import wait_until
+
+from rocketkube.broker.store import (
+    GetStatus,
+    InnerMessage,
+    MessageStore,
+    PutStatus,
+    StoreConfig,
+    mapped_file,
+)
 
 MakeMessage = Callable[..., InnerMessage]
 OpenStore = Callable[..., MessageStore]
@@ -66,6 +78,33 @@ def test_expired_segments_deleted_at_delete_when(
     assert not store.query_by_key("TopicA", "key0", 32, 0, clock.now).physical_offsets
     assert len(list(store.paths.index.iterdir())) <= index_files
     assert sorted(p.name for p in store.paths.commit_log.iterdir())[0] == f"{2 * 65536:020d}"
+
+
+async def test_deleted_segments_are_closed_off_the_event_loop(
+    open_store: OpenStore,
+    msg: MakeMessage,
+    clock: Any,
+    config: StoreConfig,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    closed_in: list[tuple[str, int]] = []
+    unmap_and_close = mapped_file._unmap_and_close
+
+    def spy(mm: Any, fd: int, path: Path) -> None:
+        closed_in.append((path.name, threading.get_ident()))
+        unmap_and_close(mm, fd, path)
+
+    monkeypatch.setattr(mapped_file, "_unmap_and_close", spy)
+    hour = time.localtime((clock.now + 2 * HOUR) / 1000).tm_hour
+    cfg = dataclasses.replace(config, delete_when=f"{hour:02d}", file_reserved_time=1)
+    store = open_store(cfg, disk_usage=Disk())
+    three_segments(store, msg, clock)
+    assert store.clean_expired_files() == 2
+    assert not (store.paths.commit_log / f"{0:020d}").exists()  # unlinked at once
+    segments = {f"{0:020d}", f"{65536:020d}"}
+    await wait_until(lambda: segments <= {name for name, _ in closed_in}, "segments closed")
+    loop_thread = threading.get_ident()
+    assert all(thread != loop_thread for name, thread in closed_in if name in segments)
 
 
 def test_disk_pressure_deletes_expired_then_everything(
