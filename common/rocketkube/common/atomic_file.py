@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -112,6 +113,9 @@ class BackgroundSaver:
         self._noted = 0
         self._saved = 0
         self._lock = asyncio.Lock()
+        self._writing = threading.Lock()
+        """Held by the thread writing: a write whose awaiting was cancelled still runs, and
+        the next one must not start on the same temporary file meanwhile."""
         self._writer: asyncio.Task[None] | None = None
 
     @property
@@ -124,7 +128,7 @@ class BackgroundSaver:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            save_bytes(self.path, self._render())
+            self._save(self._render())
             self._saved = self._noted
             return
         if self._writer is None:
@@ -146,5 +150,9 @@ class BackgroundSaver:
         async with self._lock:
             while self._saved < self._noted:
                 noted = self._noted
-                await asyncio.to_thread(save_bytes, self.path, self._render())
+                await asyncio.to_thread(self._save, self._render())
                 self._saved = noted
+
+    def _save(self, data: bytes) -> None:
+        with self._writing:
+            save_bytes(self.path, data)
