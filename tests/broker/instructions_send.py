@@ -10,6 +10,12 @@ too). The broker runs on the event loop its process would use (uvloop when insta
 Collection is switched on (``callgrind_control -i on``) from the feeding until the last
 answer is written, and the difference of the two counts divided by ``N`` is the marginal
 cost of one send, free of start-up. Compare two trees with ``PYTHONPATH`` pointing at each.
+
+``--sdk`` counts the other side: one ``Producer.send`` of the SDK, ``--workers`` of them in
+flight as ``rocketkube bench producer`` drives them, against a name server and a broker
+running as uncounted child processes. They answer the slowed-down producer at once, so
+its answers arrive in larger batches than at full speed: compare versions with it, not
+wall-clock figures.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
 import os
 import re
 import shutil
@@ -28,7 +35,9 @@ from pathlib import Path
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.broker.settings import BrokerSettings
+from rocketkube.client import Message, Producer
 from rocketkube.client.bench import pipeline
+from rocketkube.client.bench.cli import local_broker, local_namesrv
 from rocketkube.common import runtime
 from rocketkube.common.remoting.connection import Connection
 
@@ -122,10 +131,34 @@ async def _feed(messages: int, chunk: int, body_size: int, flush: str) -> int:
     return 0
 
 
-def _count(messages: int, args: argparse.Namespace) -> int:
+async def _send_sdk(namesrv: str, messages: int, workers: int, body_size: int) -> int:
+    """``messages`` SDK sends, ``workers`` in flight, collecting only meanwhile."""
+    body = b"b" * body_size
+    async with Producer("InstructionsProducer", namesrv, send_timeout=600.0) as producer:
+
+        async def run(count: int) -> None:
+            sequence = itertools.count()
+
+            async def worker() -> None:
+                while next(sequence) < count:
+                    await producer.send(Message("InstructionsSdk", body))
+
+            await asyncio.gather(*(worker() for _ in range(workers)))
+
+        await run(4 * workers)  # warm-up: routes, connection, first code paths
+        gc.collect()
+        gc.freeze()
+        _callgrind("on")
+        await run(messages)
+        _callgrind("off")
+    return 0
+
+
+def _count(messages: int, args: argparse.Namespace, namesrv: str | None = None) -> int:
+    side = ["--sdk-child", namesrv, "--workers", str(args.workers)] if namesrv else ["--child"]
     command = [
         "valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
-        sys.executable, __file__, "--child", "-n", str(messages), "--chunk", str(args.chunk),
+        sys.executable, __file__, *side, "-n", str(messages), "--chunk", str(args.chunk),
         "--body-size", str(args.body_size), "--flush", args.flush,
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -135,6 +168,16 @@ def _count(messages: int, args: argparse.Namespace) -> int:
     return int(found.group(1))
 
 
+async def _count_sdk(args: argparse.Namespace) -> tuple[int, int]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        flush = f"{args.flush.upper()}_FLUSH"
+        async with local_namesrv(root) as namesrv, local_broker(root, namesrv, flush):
+            one = await asyncio.to_thread(_count, args.messages, args, namesrv)
+            two = await asyncio.to_thread(_count, 2 * args.messages, args, namesrv)
+    return one, two
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--messages", type=int, default=6400)
@@ -142,15 +185,23 @@ def main() -> None:
     parser.add_argument("--body-size", type=int, default=100)
     parser.add_argument("--flush", choices=("async", "sync"), default="async",
                         help="flushDiskType of the broker (default async)")  # fmt: skip
+    parser.add_argument("--sdk", action="store_true", help="count the SDK producer's side")
+    parser.add_argument("--workers", type=int, default=256, help="--sdk: sends in flight")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--sdk-child", metavar="NAMESRV", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         runtime.run(_feed(args.messages, args.chunk, args.body_size, args.flush))
         return
+    if args.sdk_child:
+        runtime.run(_send_sdk(args.sdk_child, args.messages, args.workers, args.body_size))
+        return
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         raise SystemExit("needs valgrind (apt-get install valgrind)")
-    one = _count(args.messages, args)
-    two = _count(2 * args.messages, args)
+    if args.sdk:
+        one, two = asyncio.run(_count_sdk(args))
+    else:
+        one, two = _count(args.messages, args), _count(2 * args.messages, args)
     print(f"{args.messages} sends: {one:,} instructions; {2 * args.messages}: {two:,}")
     print(f"marginal: {(two - one) / args.messages:,.0f} instructions per send")
 
