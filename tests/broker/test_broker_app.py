@@ -135,6 +135,34 @@ async def test_restart_keeps_messages_topics_and_offsets(
     await again.stop()
 
 
+async def test_stop_with_an_unsavable_config_file_still_shuts_the_store_down(
+    namesrv: NamesrvApp,
+    broker_settings: BrokerSettings,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = broker_settings.model_copy(update={"namesrv_addr": namesrv.address})
+    app = BrokerApp(settings)
+    await app.start()
+    assert app.ctx is not None
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    app.ctx.topics.saver.path = blocker / "topics.json"  # its folder cannot be made
+    client = RemotingClient()
+    resp = await client.invoke(app.address, send_request("AutoCreated", b"kept", "T", 0))
+    assert resp.code == ResponseCode.SUCCESS  # the topic's file write fails in the background
+    await client.close()
+    await app.stop()
+    assert "stopping with a config file not saved" in caplog.text
+    assert not app.ctx.store.paths.abort.exists()  # shut down cleanly: no recovery next time
+
+    again = BrokerApp(settings)
+    await again.start()
+    assert again.ctx is not None
+    assert again.ctx.store.get_messages("AutoCreated", 0, 0, 32).found
+    await again.stop()
+
+
 async def test_http_endpoints_report_ready_and_metrics(broker: BrokerApp) -> None:
     client = RemotingClient()
     await client.invoke(broker.address, send_request("Metered", b"x" * 100, "T", 0))

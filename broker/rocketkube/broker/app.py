@@ -227,10 +227,13 @@ class BrokerApp:
         if self.holds is not None:
             self.holds.close()
         if self.ctx is not None:
-            await self.ctx.offsets.saved()
-            await self.ctx.topics.saved()
-            await self.ctx.groups.saved()
+            saves = [self.ctx.offsets.saved, self.ctx.topics.saved, self.ctx.groups.saved]
             if self.schedule is not None:
-                await self.schedule.stop()
+                saves.append(self.schedule.stop)
+            for save in saves:
+                try:
+                    await save()
+                except OSError as exc:  # logged; the store must still shut down cleanly
+                    log.error("stopping with a config file not saved: %s", exc)
             await self.ctx.store.shutdown()
         log.info("broker stopped")

@@ -94,7 +94,10 @@ class NamesrvApp:
                 await self._scanner
         await self.http.stop()
         await self.server.stop()
-        await self.kv.saved()  # a change whose write failed gets one more try
+        try:
+            await self.kv.saved()  # a change whose write failed gets one more try
+        except OSError as exc:
+            log.error("stopping with the KV config not saved: %s", exc)
 
     def scan_not_active_brokers(self) -> list[str]:
         """One expiry pass: remove brokers silent past the timeout and close their channels."""
