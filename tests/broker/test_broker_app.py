@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from rocketkube.broker.settings import BrokerSettings
 from rocketkube.common.message import record
 from rocketkube.common.message.properties import encode_properties
 from rocketkube.common.protocol import route
+from rocketkube.common.protocol.topic_config import TopicConfigWrapper
 from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
@@ -133,6 +135,33 @@ async def test_restart_keeps_messages_topics_and_offsets(
     assert again.ctx.topics.get("Keep") is not None
     await client.close()
     await again.stop()
+
+
+async def test_admin_topic_change_answers_once_saved_or_says_it_was_not(
+    broker: BrokerApp, tmp_path: Path
+) -> None:
+    assert broker.ctx is not None
+    topics = broker.ctx.topics
+    client = RemotingClient()
+
+    async def create(topic: str) -> RemotingCommand:
+        ext = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": "4",
+               "writeQueueNums": "4", "perm": "6", "topicFilterType": "SINGLE_TAG",
+               "topicSysFlag": "0", "order": "false"}  # fmt: skip
+        request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
+        return await client.invoke(broker.address, request)
+
+    assert (await create("Saved")).code == ResponseCode.SUCCESS
+    on_disk = TopicConfigWrapper.from_json(json.loads(topics.saver.path.read_text()))
+    assert on_disk.topic_config_table["Saved"] == topics.get("Saved")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    topics.saver.path = blocker / "topics.json"  # its folder cannot be made
+    resp = await create("Unsaved")
+    assert resp.code == ResponseCode.SYSTEM_ERROR
+    assert (resp.remark or "").startswith("topic Unsaved changed, but not saved to disk: ")
+    assert topics.get("Unsaved") is not None  # kept in memory, saved with the next change
+    await client.close()
 
 
 async def test_stop_with_an_unsavable_config_file_still_shuts_the_store_down(
