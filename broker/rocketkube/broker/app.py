@@ -227,7 +227,11 @@ class BrokerApp:
         if self.holds is not None:
             self.holds.close()
         if self.ctx is not None:
-            saves = [self.ctx.offsets.saved, self.ctx.topics.saved, self.ctx.groups.saved]
+            saves = [
+                self.ctx.offsets.saved,
+                self.ctx.topics.saver.flush,
+                self.ctx.groups.saver.flush,
+            ]
             if self.schedule is not None:
                 saves.append(self.schedule.stop)
             for save in saves:

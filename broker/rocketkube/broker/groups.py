@@ -77,10 +77,6 @@ class SubscriptionGroupManager:
             self.table[str(name)] = SubscriptionGroupConfig.from_json(raw)
         self.data_version = DataVersion.from_json(data.get("dataVersion"))
 
-    async def saved(self) -> None:
-        """Return once every change so far is on disk; raise the error that kept it off."""
-        await self.saver.flush()
-
     def to_json(self) -> dict[str, Any]:
         return {
             "dataVersion": self.data_version.to_json(),

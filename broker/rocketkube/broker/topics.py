@@ -3,7 +3,7 @@ persistence to ``config/topics.json`` and the data version the name server compa
 
 A change is written in the background (:class:`BackgroundSaver`): a send that auto-creates
 its topic does not wait for the fsyncs, as RocketMQ's does not (it writes no fsync at all);
-the admin processors await :meth:`TopicConfigManager.saved` before they answer."""
+the admin processors await its saver's ``flush`` before they answer."""
 
 from __future__ import annotations
 
@@ -127,10 +127,6 @@ class TopicConfigManager:
         self.table.update(wrapper.topic_config_table)
         self.data_version = wrapper.data_version
         log.info("loaded %d topic configs from %s", len(wrapper.topic_config_table), path)
-
-    async def saved(self) -> None:
-        """Return once every change so far is on disk; raise the error that kept it off."""
-        await self.saver.flush()
 
     def wrapper(self) -> TopicConfigWrapper:
         return TopicConfigWrapper(self.data_version, dict(self.table))

@@ -95,7 +95,7 @@ class NamesrvApp:
         await self.http.stop()
         await self.server.stop()
         try:
-            await self.kv.saved()  # a change whose write failed gets one more try
+            await self.kv.saver.flush()  # a change whose write failed gets one more try
         except OSError as exc:
             log.error("stopping with the KV config not saved: %s", exc)
 

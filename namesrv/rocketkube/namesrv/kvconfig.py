@@ -33,10 +33,6 @@ class KVConfig:
         self.table = {str(ns): {str(k): str(v) for k, v in kv.items()} for ns, kv in table.items()}
         log.info("loaded %d KV namespaces from %s", len(self.table), self.saver.path)
 
-    async def saved(self) -> None:
-        """Return once every change so far is on disk; raise the error that kept it off."""
-        await self.saver.flush()
-
     def put(self, namespace: str, key: str, value: str) -> None:
         self.table.setdefault(namespace, {})[key] = value
         self.saver.changed()

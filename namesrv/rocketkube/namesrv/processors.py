@@ -206,7 +206,9 @@ class NamesrvProcessors:
     async def put_kv_config(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         header = h.PutKVConfigRequestHeader.decode(req.ext_fields)
         self.kv.put(header.namespace, header.key, header.value)
-        return await ok_once_saved(self.kv.saved, f"KV config {header.namespace}/{header.key}")
+        return await ok_once_saved(
+            self.kv.saver.flush, f"KV config {header.namespace}/{header.key}"
+        )
 
     def get_kv_config(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         header = h.KVConfigKeyRequestHeader.decode(req.ext_fields)
@@ -221,7 +223,9 @@ class NamesrvProcessors:
     async def delete_kv_config(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         header = h.KVConfigKeyRequestHeader.decode(req.ext_fields)
         self.kv.delete(header.namespace, header.key)
-        return await ok_once_saved(self.kv.saved, f"KV config {header.namespace}/{header.key}")
+        return await ok_once_saved(
+            self.kv.saver.flush, f"KV config {header.namespace}/{header.key}"
+        )
 
     def get_kv_list_by_namespace(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         header = h.GetKVListByNamespaceRequestHeader.decode(req.ext_fields)

@@ -129,7 +129,7 @@ class TopicAdminProcessors:
         )
         log.info("topic %s updated by %s: %s", header.topic, conn.remote_address, config)
         self.ctx.topics.update(config)
-        return await ok_once_saved(self.ctx.topics.saved, f"topic {header.topic}")
+        return await ok_once_saved(self.ctx.topics.saver.flush, f"topic {header.topic}")
 
     async def delete_topic(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         header = h.DeleteTopicRequestHeader.decode(req.ext_fields)
@@ -140,7 +140,7 @@ class TopicAdminProcessors:
         self.ctx.topics.delete(header.topic)
         self.ctx.store.delete_topic(header.topic)
         self.ctx.offsets.remove_topic(header.topic)
-        return await ok_once_saved(self.ctx.topics.saved, f"topic {header.topic}")
+        return await ok_once_saved(self.ctx.topics.saver.flush, f"topic {header.topic}")
 
     def get_all_topic_config(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         return ok(fastjson.dumps(self.ctx.topics.wrapper().to_json()))
@@ -191,7 +191,7 @@ class TopicAdminProcessors:
             )
         log.info("subscription group %s updated by %s", name, conn.remote_address)
         self.ctx.groups.update(config)
-        return await ok_once_saved(self.ctx.groups.saved, f"subscription group {name}")
+        return await ok_once_saved(self.ctx.groups.saver.flush, f"subscription group {name}")
 
     def get_all_subscription_group_config(
         self, conn: Connection, req: RemotingCommand
@@ -210,7 +210,9 @@ class TopicAdminProcessors:
         self.ctx.groups.delete(header.group_name)
         if header.remove_offset:
             self.ctx.offsets.remove_group(header.group_name)
-        return await ok_once_saved(self.ctx.groups.saved, f"subscription group {header.group_name}")
+        return await ok_once_saved(
+            self.ctx.groups.saver.flush, f"subscription group {header.group_name}"
+        )
 
 
 def table(ctx: BrokerContext) -> dict[int, Processor]:
