@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import itertools
 import logging
 from collections.abc import Iterable, Mapping
@@ -48,6 +47,7 @@ from rocketkube.common.protocol import permission
 from rocketkube.common.protocol.transaction_headers import CheckTransactionStateRequestHeader
 from rocketkube.common.remoting.codes import RequestCode
 from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.common.tasks import cancel_and_wait
 
 __all__ = [
     "CHECK_GROUP",
@@ -298,10 +298,7 @@ class TransactionCheckService:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     async def _run(self) -> None:
         while True:

@@ -54,7 +54,7 @@ from rocketkube.client.consumer_core import (
     make_client_id,
     retry_topic,
 )
-from rocketkube.client.lifecycle import AsyncLifecycle, cancel_and_wait
+from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.client.listener import (
     ConsumeOrderlyStatus,
     ConsumeStatus,
@@ -85,6 +85,7 @@ from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
 from rocketkube.common.remoting.dispatch import not_supported
+from rocketkube.common.tasks import cancel_and_wait
 
 __all__ = ["MessageModel", "PushConsumer"]
 

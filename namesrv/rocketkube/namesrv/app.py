@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from rocketkube.common.metrics import RequestMetrics
 from rocketkube.common.remoting.connection import Connection
 from rocketkube.common.remoting.dispatch import Dispatcher
 from rocketkube.common.remoting.server import RemotingServer
+from rocketkube.common.tasks import cancel_and_wait
 from rocketkube.namesrv.kvconfig import KVConfig
 from rocketkube.namesrv.processors import NamesrvProcessors
 from rocketkube.namesrv.routes import RouteTables
@@ -88,10 +88,7 @@ class NamesrvApp:
 
     async def stop(self) -> None:
         self._started = False
-        if self._scanner is not None:
-            self._scanner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._scanner
+        await cancel_and_wait(self._scanner)
         await self.http.stop()
         await self.server.stop()
         try:
