@@ -24,7 +24,12 @@ The store imports nothing from the broker's app or processors.
 
 from __future__ import annotations
 
-from rocketkube.broker.store.errors import StoreCorruptedError, StoreError, StoreLockedError
+from rocketkube.broker.store.errors import (
+    ReplicaMismatchError,
+    StoreCorruptedError,
+    StoreError,
+    StoreLockedError,
+)
 from rocketkube.broker.store.message_store import MessageStore
 from rocketkube.broker.store.model import (
     AppendResult,
@@ -54,6 +59,7 @@ __all__ = [
     "PutStatus",
     "QueryResult",
     "RecoveryReport",
+    "ReplicaMismatchError",
     "StoreConfig",
     "StoreCorruptedError",
     "StoreError",

@@ -23,7 +23,7 @@ import errno
 import logging
 from collections.abc import Iterator, Sequence
 
-from rocketkube.broker.store import mapped_file, model, settings
+from rocketkube.broker.store import errors, mapped_file, model, settings
 from rocketkube.common.message import record
 
 __all__ = ["CommitLog", "Scan"]
@@ -232,6 +232,32 @@ class CommitLog:
         mapped.wrote = pos
         self.last_store_timestamp = now
         return model.PutStatus.PUT_OK, "", appended
+
+    def append_replica(self, offset: int, data: bytes | bytearray | memoryview) -> None:
+        """Write bytes copied from a master's commit log (a slave's append).
+
+        They must start at this log's end (an empty log starts at a segment boundary) and
+        stay within one segment, as a master sends them; no record is parsed here."""
+        mapped = self.files.last
+        if mapped is None:
+            if offset % self.file_size:
+                raise errors.ReplicaMismatchError(
+                    f"replica data at {offset}: an empty log starts at a segment boundary"
+                )
+            mapped = self.files.roll(offset)
+        elif offset != mapped.write_offset:
+            raise errors.ReplicaMismatchError(
+                f"replica data at {offset}, but this commit log ends at {mapped.write_offset}"
+            )
+        elif mapped.is_full:
+            mapped = self.files.roll()
+        size = len(data)
+        if size > mapped.remaining:
+            raise errors.ReplicaMismatchError(
+                f"{size} replica bytes at {offset} cross the segment end {mapped.end}"
+            )
+        mapped.mm[mapped.wrote : mapped.wrote + size] = data
+        mapped.wrote += size
 
     # -- reads -----------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """The dispatcher: turns appended records into consume queue entries and index keys.
 
 Called synchronously right after each append batch (so a pull sees a message as soon as
-its send returns), and by recovery for records re-read from the commit log. Per record:
+its send returns), by recovery for records re-read from the commit log, and on a slave for
+records copied from its master. Per record:
 
 - consume queue ``(topic, queueId)``: entry (offset, size, tags code) at its queue offset,
   unless the record is a PREPARED or ROLLBACK transaction part;
@@ -173,20 +174,31 @@ class Dispatcher:
                 except Exception:
                     _log.exception("arrival listener %r failed", listener)
 
-    def dispatch_record(self, meta: record.RecordMeta) -> None:
-        """Dispatch one record re-read from the commit log (recovery; no listeners)."""
-        tx = meta.sys_flag & _TX_MASK
-        if tx not in (_PREPARED, _ROLLBACK):
-            code = self.tags_code(meta.topic, meta.properties, meta.store_timestamp)
-            queue = self._queues.find_or_create(meta.topic, meta.queue_id)
-            queue.put(meta.queue_offset, meta.physical_offset, meta.size, code)
-        if self._index is not None and tx != _ROLLBACK:
-            keyed: list[tuple[int, int, int]] = []
-            self._index_keys(meta.topic, meta.properties, meta.physical_offset,
-                             meta.store_timestamp, keyed)  # fmt: skip
+    def dispatch_records(self, metas: Sequence[record.RecordMeta]) -> None:
+        """Dispatch records read from the commit log rather than appended here: recovery
+        (before any listener is added) and a slave's copy of its master's log."""
+        keyed: list[tuple[int, int, int]] | None = [] if self._index is not None else None
+        arrived: dict[tuple[str, int], tuple[consume_queue.ConsumeQueue, list[int]]] = {}
+        for meta in metas:
+            tx = meta.sys_flag & _TX_MASK
+            if tx != _PREPARED and tx != _ROLLBACK:
+                code = self.tags_code(meta.topic, meta.properties, meta.store_timestamp)
+                key = (meta.topic, meta.queue_id)
+                found = arrived.get(key)
+                if found is None:
+                    found = arrived[key] = (self._queues.find_or_create(*key), [])
+                found[0].put(meta.queue_offset, meta.physical_offset, meta.size, code)
+                found[1].append(code)
+            if keyed is not None and tx != _ROLLBACK:
+                self._index_keys(meta.topic, meta.properties, meta.physical_offset,
+                                 meta.store_timestamp, keyed)  # fmt: skip
+        if keyed:
+            assert self._index is not None
             self._index.add_many(keyed)
+        if self.listeners and arrived:
+            self._notify(arrived)
 
     def finish_replay(self) -> None:
-        """Publish index headers after a run of :meth:`dispatch_record`."""
+        """Publish index headers after a run of :meth:`dispatch_records`."""
         if self._index is not None:
             self._index.write_header()

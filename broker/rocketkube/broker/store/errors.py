@@ -3,7 +3,8 @@
     RocketKubeError                (rocketkube.common.errors)
     └── StoreError                 the store cannot be opened or used as asked
         ├── StoreLockedError       another process holds the store's ``lock`` file
-        └── StoreCorruptedError    files that recovery cannot make sense of
+        ├── StoreCorruptedError    files that recovery cannot make sense of
+        └── ReplicaMismatchError   a master's bytes do not continue this (slave) log
 
 Appends and reads report their outcome as a status in their result (``PutStatus``,
 ``GetStatus``), as RocketMQ's store does; only these conditions raise.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from rocketkube.common import errors
 
-__all__ = ["StoreCorruptedError", "StoreError", "StoreLockedError"]
+__all__ = ["ReplicaMismatchError", "StoreCorruptedError", "StoreError", "StoreLockedError"]
 
 
 class StoreError(errors.RocketKubeError):
@@ -26,3 +27,7 @@ class StoreLockedError(StoreError):
 
 class StoreCorruptedError(StoreError):
     """A store file has an impossible name or size."""
+
+
+class ReplicaMismatchError(StoreError):
+    """Replicated bytes that do not start at this commit log's end, or cross a segment."""

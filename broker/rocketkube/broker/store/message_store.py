@@ -7,6 +7,7 @@ Owns the parts and their life cycle::
                     queue / index / checkpoint flush, retention
     put_messages()  append (commitlog) -> dispatch (consume queues, index, listeners)
                     -> SYNC_FLUSH ticket (flush)
+    append_replica() a slave's raw copy of its master's log -> dispatch of whole records
     get_messages()  consume queue range -> tag filter -> zero-copy commit log views
     await shutdown() flush everything, write a clean checkpoint, remove abort, unlock
 
@@ -39,7 +40,7 @@ from rocketkube.broker.store import (
     settings,
 )
 from rocketkube.common import atomic_file
-from rocketkube.common.message import ids, record
+from rocketkube.common.message import ids, record, sysflag
 from rocketkube.common.message import model as message_model
 
 __all__ = ["MessageStore"]
@@ -49,6 +50,7 @@ _log = logging.getLogger(__name__)
 _UNIQ_KEY = b"UNIQ_KEY\x01"
 _KEYS = b"KEYS\x01"
 _SCAN_MIN_BYTES = 16_000  # a pull reads at least this much of the consume queue
+_NOT_QUEUED = (sysflag.TRANSACTION_PREPARED_TYPE, sysflag.TRANSACTION_ROLLBACK_TYPE)
 
 
 def _now_ms() -> int:
@@ -94,6 +96,9 @@ class MessageStore:
         self._lock_fd: int | None = None
         self._open = False
         self._started = False
+        self._append_listeners: list[Callable[[int], None]] = []
+        self._replica_dispatched: int | None = None  # set by a slave's first append_replica
+        self._replica_stuck_at = -1
         self.recovery: recovery.RecoveryReport | None = None
         """What the last :meth:`open` found."""
 
@@ -190,6 +195,7 @@ class MessageStore:
             self._retention_task = None
         await self._log_flusher.stop()
         await self._logics_flusher.stop()
+        self._drop_unfinished_replica()
         end = self._log.max_offset
         await self._logics_flusher.flush(clean_max_offset=end)
         with contextlib.suppress(FileNotFoundError):
@@ -206,6 +212,7 @@ class MessageStore:
         if self._started:
             raise RuntimeError("the store was started on an event loop: await shutdown()")
         self._open = False
+        self._drop_unfinished_replica()
         self._sync_all_blocking()
         point = self._checkpoint
         point.safe_offset = point.clean_max_offset = self._log.max_offset
@@ -217,6 +224,13 @@ class MessageStore:
         atomic_file.fsync_dir(self.paths.root)
         self._close_files()
         self._release_lock()
+
+    def _drop_unfinished_replica(self) -> None:
+        """On a slave, cut the log after its last whole record before a clean shutdown: a
+        clean restart trusts the end, and the master sends the rest again from there."""
+        end = self._replica_dispatched
+        if end is not None and end < self._log.max_offset:
+            self._log.truncate(end)
 
     def close_abruptly(self) -> None:
         """Drop everything without flushing, leaving ``abort`` (simulates a crash)."""
@@ -268,12 +282,74 @@ class MessageStore:
             _log.exception("dispatch failed after append")
             return model.PutResult(model.PutStatus.UNKNOWN_ERROR, appended, error=str(exc))
         ticket = self._log_flusher.ticket() if self._sync_mode else None
+        for listener in self._append_listeners:
+            listener(self._log.max_offset)
         return model.PutResult(model.PutStatus.PUT_OK, appended, ticket)
+
+    def append_replica(self, offset: int, data: bytes | bytearray | memoryview) -> int:
+        """A slave's append: write bytes copied from the master's commit log at ``offset``
+        (this log's end) and dispatch every record they complete; a record cut by the end
+        of ``data`` waits for the next bytes. Returns the new commit log end, the offset
+        the slave reports back. Raises :class:`~.errors.ReplicaMismatchError` when the
+        bytes do not continue this log, :class:`~.errors.StoreError` when it is closed."""
+        if not self._open:
+            raise errors.StoreError("store closed")
+        if self._replica_dispatched is None:
+            self._replica_dispatched = self._log.max_offset
+        self._log.append_replica(offset, data)
+        self._dispatch_replicated()
+        if self._sync_mode:
+            self._log_flusher.ticket()  # a slave does not wait, but SYNC_FLUSH flushes now
+        return self._log.max_offset
+
+    def _dispatch_replicated(self) -> None:
+        assert self._replica_dispatched is not None
+        at = max(self._replica_dispatched, self._log.min_offset)  # an empty log starts late
+        files = self._log.files
+        mapped = files.find(at)
+        metas: list[record.RecordMeta] = []
+        while mapped is not None:
+            pos = at - mapped.start
+            if pos + 8 > mapped.wrote:
+                if not mapped.is_full:
+                    break
+                at = mapped.end  # a tail too short for a blank filler
+                mapped = files.find(at)
+                continue
+            total = int.from_bytes(mapped.view[pos : pos + 4], "big")
+            if 8 <= total <= mapped.size - pos and pos + total > mapped.wrote:
+                break  # the rest of this record has not arrived yet
+            size = record.check(mapped.view, pos, mapped.wrote, expected_offset=at)
+            if size > 0:
+                metas.append(record.read_meta(mapped.view, pos))
+                at += size
+            elif size == record.CHECK_BLANK:
+                at = mapped.end
+                mapped = files.find(at)
+            else:
+                if self._replica_stuck_at != at:
+                    self._replica_stuck_at = at
+                    _log.error("replicated commit log data at %d is not a valid record: "
+                               "consume queues stop there", at)  # fmt: skip
+                break
+        self._replica_dispatched = at
+        if metas:
+            self._dispatcher.dispatch_records(metas)
+            table = self._log.queue_offsets
+            for meta in metas:
+                if meta.sys_flag & sysflag.TRANSACTION_MASK not in _NOT_QUEUED:
+                    table[(meta.topic, meta.queue_id)] = meta.queue_offset + 1
+            self._log.last_store_timestamp = metas[-1].store_timestamp
 
     def add_arrival_listener(self, listener: model.ArrivalListener) -> None:
         """Call ``listener(topic, queue_id, max_offset, tags_codes)`` once per append batch
         and queue (long polling wakes from here)."""
         self._dispatcher.listeners.append(listener)
+
+    def add_append_listener(self, listener: Callable[[int], None]) -> None:
+        """Call ``listener(commit_log_end)`` after each append batch (replication wakes
+        from here). It must not raise."""
+        self._append_listeners.append(listener)
 
     # -- consume queue reads ---------------------------------------------------------------
 
@@ -462,8 +538,11 @@ class MessageStore:
 
     @property
     def dispatch_offset(self) -> int:
-        """Commit log offset up to which consume queues and index are built (dispatch is
-        synchronous, so this is the commit log end)."""
+        """Commit log offset up to which consume queues and index are built: the commit
+        log end (dispatch is synchronous), but on a slave the end of the last whole
+        record copied from the master."""
+        if self._replica_dispatched is not None:
+            return self._replica_dispatched
         return self._log.max_offset
 
     @property

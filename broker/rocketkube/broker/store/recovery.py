@@ -31,6 +31,8 @@ __all__ = ["RecoveryReport", "recover"]
 
 _log = logging.getLogger(__name__)
 
+_REPLAY_BATCH = 1024  # records re-dispatched at once (index entries are added per batch)
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RecoveryReport:
@@ -105,8 +107,13 @@ def recover(
         if index_service is not None:
             index_service.truncate_from(start)
         scan = log.scan(start)
+        metas: list[record.RecordMeta] = []
         for mapped, pos, _size in scan:
-            dispatcher.dispatch_record(record.read_meta(mapped.view, pos))
+            metas.append(record.read_meta(mapped.view, pos))
+            if len(metas) >= _REPLAY_BATCH:
+                dispatcher.dispatch_records(metas)
+                metas.clear()
+        dispatcher.dispatch_records(metas)
         dispatcher.finish_replay()
         if len(log.files):
             log.truncate(scan.end)
