@@ -73,9 +73,19 @@ class SubscriptionGroupManager:
         data = load_json(self.saver.path)
         if data is None:
             return
-        for name, raw in (data.get("subscriptionGroupTable") or {}).items():
-            self.table[str(name)] = SubscriptionGroupConfig.from_json(raw)
+        self.table.update(_decode_table(data))
         self.data_version = DataVersion.from_json(data.get("dataVersion"))
+
+    def replace_all(self, master: dict[str, Any]) -> bool:
+        """A slave takes its master's groups and data version (``to_json`` form) when the
+        version differs; True when anything changed."""
+        version = DataVersion.from_json(master.get("dataVersion"))
+        if version == self.data_version:
+            return False
+        self.table = _decode_table(master)
+        self.data_version = version
+        self.saver.changed()
+        return True
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -108,3 +118,10 @@ class SubscriptionGroupManager:
     def _changed(self) -> None:
         self.data_version = self.data_version.next(self.clock())
         self.saver.changed()
+
+
+def _decode_table(data: dict[str, Any]) -> dict[str, SubscriptionGroupConfig]:
+    return {
+        str(name): SubscriptionGroupConfig.from_json(raw)
+        for name, raw in (data.get("subscriptionGroupTable") or {}).items()
+    }

@@ -19,6 +19,14 @@ log = logging.getLogger(__name__)
 SEPARATOR = "@"
 
 
+def decode_table(data: dict[str, Any]) -> dict[str, dict[int, int]]:
+    """The ``offsetTable`` of ``consumerOffset.json`` / GET_ALL_CONSUMER_OFFSET."""
+    return {
+        str(k): {int(q): int(o) for q, o in queues.items()}
+        for k, queues in (data.get("offsetTable") or {}).items()
+    }
+
+
 def key(topic: str, group: str) -> str:
     return f"{topic}{SEPARATOR}{group}"
 
@@ -35,9 +43,15 @@ class ConsumerOffsetManager:
         data = load_text(self.saver.path, fastjson.loads)
         if data is None:
             return
-        for k, queues in (data.get("offsetTable") or {}).items():
-            self.table[str(k)] = {int(q): int(o) for q, o in queues.items()}
+        self.table.update(decode_table(data))
         log.info("loaded offsets of %d topic@group pairs", len(self.table))
+
+    def merge(self, master: dict[str, Any]) -> None:
+        """A slave takes its master's offsets (``to_json`` form) over its own."""
+        table = decode_table(master)
+        if any(self.table.get(k) != queues for k, queues in table.items()):
+            self.table.update(table)
+            self.dirty = True
 
     def persist_if_dirty(self) -> None:
         """Start writing the offsets if they changed since the last time."""

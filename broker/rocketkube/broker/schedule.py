@@ -179,6 +179,12 @@ class ScheduleService:
             self.offsets = loaded
             log.info("loaded delay offsets %s", loaded)
 
+    def replace_offsets(self, master: dict[int, int]) -> None:
+        """A slave takes its master's offsets (it delivers nothing itself)."""
+        if master != self.offsets:
+            self.offsets = dict(master)
+            self.dirty = True
+
     def start(self) -> None:
         """Start delivering: look at every level now, then wait on timers and arrivals."""
         if self._loop is not None:

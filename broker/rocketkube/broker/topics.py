@@ -128,6 +128,18 @@ class TopicConfigManager:
         self.data_version = wrapper.data_version
         log.info("loaded %d topic configs from %s", len(wrapper.topic_config_table), path)
 
+    def replace_all(self, master: TopicConfigWrapper) -> bool:
+        """A slave takes its master's topic configs and data version (when the version
+        differs); True when anything changed."""
+        if master.data_version == self.data_version:
+            return False
+        self.table = dict(master.topic_config_table)
+        self.data_version = master.data_version
+        self.saver.changed()
+        if self.on_change is not None:
+            self.on_change()
+        return True
+
     def wrapper(self) -> TopicConfigWrapper:
         return TopicConfigWrapper(self.data_version, dict(self.table))
 
