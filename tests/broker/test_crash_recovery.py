@@ -1,5 +1,6 @@
 """SIGKILL during a SYNC_FLUSH load: after restart every acknowledged message is there
-exactly once with its body, and the consume queues match the commit log."""
+exactly once with its body, and the consume queues match the commit log. SIGKILL of a
+SYNC_MASTER under load: its slave has every message the master acknowledged."""
 
 from __future__ import annotations
 
@@ -35,11 +36,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def start_broker(store: Path, port: int) -> asyncio.subprocess.Process:
+async def start_broker(
+    store: Path, port: int, *settings: str, flush: str = "SYNC_FLUSH"
+) -> asyncio.subprocess.Process:
+    """A broker process with ``--set`` ``settings``, once it answers."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "rocketkube.common", "broker",
         "--port", str(port), "--http-port", "0", "--broker-ip", "127.0.0.1",
-        "--store", str(store), "--flush-disk-type", "SYNC_FLUSH",
+        "--store", str(store), "--flush-disk-type", flush,
+        *(arg for setting in settings for arg in ("--set", setting)),
         "--set", f"mappedFileSizeCommitLog={SEGMENT}",
         "--set", "mappedFileSizeConsumeQueue=20000",
         "--set", "maxHashSlotNum=1000", "--set", "maxIndexNum=20000",
@@ -128,8 +133,9 @@ async def pull_all(port: int) -> list[tuple[int, int, bytes]]:
     return out
 
 
-def commit_log_records(store_dir: Path) -> list[tuple[str, int, int]]:
-    """(topic, queueId, queueOffset) of every record in the commit log, in log order."""
+def commit_log_records(store_dir: Path) -> list[tuple[str, int, int, bytes]]:
+    """(topic, queueId, queueOffset, body) of every record in the commit log, in log order;
+    checks that the consume queues hold the same records."""
     config = StoreConfig(
         store_path_root_dir=store_dir,
         mapped_file_size_commit_log=SEGMENT,
@@ -149,7 +155,7 @@ def commit_log_records(store_dir: Path) -> list[tuple[str, int, int]]:
                     for buf in result.buffers:
                         for msg in record.iter_records(buf):
                             assert (msg.topic, msg.queue_id) == (topic, queue_id)
-                            found.append((topic, queue_id, msg.queue_offset))
+                            found.append((topic, queue_id, msg.queue_offset, msg.body))
                     offset = result.next_begin_offset
         scanned = []
         pos = store.commit_log_min_offset
@@ -162,7 +168,7 @@ def commit_log_records(store_dir: Path) -> list[tuple[str, int, int]]:
                 if size <= 0:
                     break
                 msg = record.decode(view, inner)
-                scanned.append((msg.topic, msg.queue_id, msg.queue_offset))
+                scanned.append((msg.topic, msg.queue_id, msg.queue_offset, msg.body))
                 inner += size
             pos = (
                 (pos // SEGMENT + 1) * SEGMENT if inner == 0 or inner >= len(view) else pos + inner
@@ -178,13 +184,13 @@ async def test_sigkill_during_sync_flush_load_loses_no_acknowledged_message(
 ) -> None:
     store_dir = tmp_path / "store"
     port = free_port()
-    proc = await start_broker(store_dir, port)
+    proc = await start_broker(store_dir, port, "haListenPort=0")
     acked = await load_until_killed(proc, port)
     assert proc.returncode == -signal.SIGKILL
     assert len(acked) >= 3000
     assert (store_dir / "abort").exists()  # a crash, not a clean stop
 
-    proc = await start_broker(store_dir, port)
+    proc = await start_broker(store_dir, port, "haListenPort=0")
     try:
         stored = await pull_all(port)
     finally:
@@ -200,3 +206,23 @@ async def test_sigkill_during_sync_flush_load_loses_no_acknowledged_message(
         assert offsets == list(range(len(offsets)))
     in_log = [r for r in commit_log_records(store_dir) if r[0] == TOPIC]
     assert len(in_log) == len(stored)
+
+
+async def test_sigkill_of_a_sync_master_loses_no_acknowledged_message(tmp_path: Path) -> None:
+    master_port, master_ha, slave_port = free_port(), free_port(), free_port()
+    master = await start_broker(tmp_path / "master", master_port, "brokerRole=SYNC_MASTER",
+                                f"haListenPort={master_ha}", flush="ASYNC_FLUSH")  # fmt: skip
+    slave = await start_broker(tmp_path / "slave", slave_port, "brokerRole=SLAVE", "brokerId=1",
+                               f"haMasterAddress=127.0.0.1:{master_ha}",
+                               flush="ASYNC_FLUSH")  # fmt: skip
+    try:
+        acked = await load_until_killed(master, master_port)
+    finally:
+        slave.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(slave.wait(), 60)
+    assert master.returncode == -signal.SIGKILL
+    assert len(acked) >= 3000
+    copied = {body for topic, _, _, body in commit_log_records(tmp_path / "slave")
+              if topic == TOPIC}  # fmt: skip
+    missing = [i for i in acked if f"crash-{i}".encode() * 8 not in copied]
+    assert missing == [], f"{len(missing)} acknowledged messages not on the slave"

@@ -4,7 +4,6 @@ housekeeping and the HTTP side port. Only wiring lives here."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
@@ -16,6 +15,7 @@ import prometheus_client
 from rocketkube.broker.clients import ClientManager
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.groups import SubscriptionGroupManager
+from rocketkube.broker.ha import HAClient, HAService, SlaveSynchronizer
 from rocketkube.broker.long_polling import PullRequestHoldService
 from rocketkube.broker.metrics import BrokerCollector
 from rocketkube.broker.offsets import ConsumerOffsetManager
@@ -47,6 +47,7 @@ from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
 from rocketkube.common.remoting.dispatch import Dispatcher
 from rocketkube.common.remoting.server import RemotingServer
+from rocketkube.common.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,11 @@ class BrokerApp:
         self.holds: PullRequestHoldService | None = None
         self.schedule: ScheduleService | None = None
         self.transactions: TransactionCheckService | None = None
+        self.replicas: HAService | None = None
+        """The master's replication server."""
+        self.replica_client: HAClient | None = None
+        """A slave's replication connection."""
+        self.slave_sync: SlaveSynchronizer | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = False
 
@@ -135,6 +141,9 @@ class BrokerApp:
         groups.load()
         consumer_offsets = ConsumerOffsetManager(config_dir / "consumerOffset.json")
         consumer_offsets.load()
+        if settings.is_master:
+            self.replicas = HAService(store, settings)
+            await self.replicas.start()
         ctx = BrokerContext(
             settings=settings,
             store=store,
@@ -146,15 +155,23 @@ class BrokerApp:
             clock=self.clock,
             broker_addr=f"{settings.broker_ip1}:{port}",
             permission=settings.broker_permission,
+            replicas=self.replicas,
         )
         self.ctx = ctx
-        registrar = Registrar(settings, ctx.broker_addr, topics, lambda: ctx.permission)
+        ha_port = None if self.replicas is None else self.replicas.port
+        registrar = Registrar(settings, ctx.broker_addr, topics, lambda: ctx.permission,
+                              ha_server_addr=settings.ha_server_addr(ha_port))  # fmt: skip
         self.registrar = registrar
         topics.on_change = registrar.request_registration
         client.install(ctx)
         self.holds = PullRequestHoldService(ctx)
         holds = self.holds
-        self.registry.register(BrokerCollector(ctx, holds.held_count))
+        if not settings.is_master:
+            self.replica_client = HAClient(store, settings, lambda: registrar.master_ha_addr,
+                                           registrar.request_registration)  # fmt: skip
+        replication = self.replicas or self.replica_client
+        assert replication is not None
+        self.registry.register(BrokerCollector(ctx, holds.held_count, replication.gauges))
         table = {}
         table.update(send.table(ctx))
         table.update(pull.table(ctx, holds))
@@ -187,6 +204,11 @@ class BrokerApp:
                                 schedule.persist_if_dirty), "delay-offset-persist")  # fmt: skip
         if settings.is_master:
             self.transactions.start()
+        elif self.replica_client is not None:
+            self.replica_client.start()
+            self.slave_sync = SlaveSynchronizer(lambda: registrar.master_addr, topics, groups,
+                                                consumer_offsets, schedule)  # fmt: skip
+            self.slave_sync.start()
         self._spawn(self._every(settings.flush_consumer_offset_interval / 1000,
                                 consumer_offsets.persist_if_dirty), "offset-persist")  # fmt: skip
         self._spawn(self._every(CLIENT_SCAN_SECONDS, self._expire_clients), "client-expiry")
@@ -212,16 +234,15 @@ class BrokerApp:
 
     async def stop(self) -> None:
         self._ready = False
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self._tasks)
         self._tasks.clear()
         if self.registrar is not None:
             await self.registrar.stop()
         if self.transactions is not None:
             await self.transactions.stop()
+        for part in (self.slave_sync, self.replica_client, self.replicas):
+            if part is not None:
+                await part.stop()
         await self.http.stop()
         await self.server.stop()
         if self.holds is not None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from rocketkube.broker.clients import ClientManager
 from rocketkube.broker.groups import SubscriptionGroupManager
+from rocketkube.broker.ha.master import HAService
 from rocketkube.broker.offsets import ConsumerOffsetManager
 from rocketkube.broker.settings import BrokerSettings
 from rocketkube.broker.stats import BrokerStats
@@ -28,3 +29,5 @@ class BrokerContext:
     """``brokerIP1:port`` as bound: the STOREHOST of records and the host of msgIds."""
     permission: int
     """The broker's own permission (``brokerPermission``; the name server can wipe W)."""
+    replicas: HAService | None = None
+    """The master's replication service (None on a slave)."""

@@ -1,8 +1,9 @@
-"""Gauges read from live broker state at scrape time: store offsets, disk use, consumer lag."""
+"""Gauges read from live broker state at scrape time: store offsets, disk use, consumer lag,
+replication."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -10,11 +11,17 @@ from prometheus_client.registry import Collector
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.offsets import SEPARATOR
 
+#: ``(name, help, value)`` of gauges a part of the broker reports (replication).
+Gauges = Callable[[], Iterable[tuple[str, str, float]]]
+
 
 class BrokerCollector(Collector):
-    def __init__(self, ctx: BrokerContext, held_pulls: Callable[[], int]) -> None:
+    def __init__(
+        self, ctx: BrokerContext, held_pulls: Callable[[], int], more: Gauges | None = None
+    ) -> None:
         self._ctx = ctx
         self._held_pulls = held_pulls
+        self._more = more
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         store = self._ctx.store
@@ -26,6 +33,7 @@ class BrokerCollector(Collector):
             ("disk_used_ratio", "Used share of the store's disk", store.disk_use_ratio()),
             ("held_pulls", "Long-polling pulls waiting for messages", self._held_pulls()),
             ("topics", "Topics configured on this broker", len(self._ctx.topics.table)),
+            *(self._more() if self._more is not None else ()),
         ):
             gauge = GaugeMetricFamily(f"rocketkube_broker_{name}", doc)
             gauge.add_metric([], float(value))

@@ -1,6 +1,9 @@
 """Registering this broker with every name server: at start, every
 ``registerNameServerPeriod`` (30 s), soon after any topic change, and unregistering at
-shutdown. Name server addresses may be host names (Kubernetes Service DNS names)."""
+shutdown. Name server addresses may be host names (Kubernetes Service DNS names).
+
+A slave learns its master's remoting and HA addresses from the answers; until it has
+them (its master may start later) it registers every ``MASTER_UNKNOWN_SECONDS``."""
 
 from __future__ import annotations
 
@@ -20,11 +23,15 @@ from rocketkube.common.protocol.topic_config import RegisterBrokerBody, TopicCon
 from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.common.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
 #: After a topic change, wait this long so a burst of changes registers once.
 CHANGE_DEBOUNCE_SECONDS = 0.2
+
+#: A slave that has not learnt its master's address registers again this often.
+MASTER_UNKNOWN_SECONDS = 2.0
 
 
 class Registrar:
@@ -35,9 +42,12 @@ class Registrar:
         topics: TopicConfigManager,
         permission_of_broker: Callable[[], int],
         client: RemotingClient | None = None,
+        *,
+        ha_server_addr: str | None = None,
     ) -> None:
         self.settings = settings
         self.broker_addr = broker_addr
+        self.ha_server_addr = ha_server_addr or settings.ha_server_addr()
         self.topics = topics
         self.permission_of_broker = permission_of_broker
         self.client = client or RemotingClient()
@@ -70,7 +80,7 @@ class Registrar:
             broker_name=self.settings.broker_name,
             broker_addr=self.broker_addr,
             cluster_name=self.settings.broker_cluster_name,
-            ha_server_addr=self.settings.ha_server_addr,
+            ha_server_addr=self.ha_server_addr,
             broker_id=self.settings.broker_id,
             compressed=False,
             body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
@@ -106,8 +116,13 @@ class Registrar:
             self.registered.discard(addr)
             return
         result = h.RegisterBrokerResponseHeader.decode(resp.ext_fields)
-        if result.master_addr:
-            self.master_addr, self.master_ha_addr = result.master_addr, result.ha_server_addr
+        if not self.settings.is_master:
+            # As Java: the master's address follows the answer (none while it is away, so
+            # registration turns quick until it is back); its HA address is kept until a
+            # new one comes.
+            self.master_addr = result.master_addr or None
+            if result.ha_server_addr:
+                self.master_ha_addr = result.ha_server_addr
         if addr not in self.registered:
             log.info("registered with name server %s as %s", addr, self.broker_addr)
         self.registered.add(addr)
@@ -134,10 +149,7 @@ class Registrar:
         self._task = asyncio.create_task(self._loop(), name="broker-registration")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         await self.unregister_all()
         await self.client.close()
 
@@ -149,6 +161,9 @@ class Registrar:
                 await self.register_all()
             except Exception:
                 log.exception("registration round failed")
+            wait = period
+            if not self.settings.is_master and self.master_addr is None:
+                wait = min(period, MASTER_UNKNOWN_SECONDS)  # its master may register soon
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), period)
+                await asyncio.wait_for(self._wakeup.wait(), wait)
                 await asyncio.sleep(CHANGE_DEBOUNCE_SECONDS)

@@ -43,7 +43,19 @@ class BrokerSettings(BaseModel):
     bind_address: str = Field("0.0.0.0", alias="bindAddress")
     broker_ip1: str = Field(default_factory=_default_ip, alias="brokerIP1")
     broker_ip2: str | None = Field(None, alias="brokerIP2", description="HA address")
-    ha_listen_port: int = Field(10912, alias="haListenPort", ge=0, le=65535)
+    ha_listen_port: int | None = Field(
+        None, alias="haListenPort", ge=0, le=65535, description="replication; listenPort+1"
+    )
+    ha_master_address: str | None = Field(
+        None, alias="haMasterAddress", description="a slave's master HA host:port (else learnt)"
+    )
+    ha_send_heartbeat_interval: int = Field(5_000, alias="haSendHeartbeatInterval", gt=0)
+    ha_housekeeping_interval: int = Field(20_000, alias="haHousekeepingInterval", gt=0)
+    ha_transfer_batch_size: int = Field(32 * 1024, alias="haTransferBatchSize", gt=0)
+    ha_slave_fallbehind_max: int = Field(256 * 1024 * 1024, alias="haSlaveFallbehindMax", gt=0)
+    slave_timeout: int = Field(
+        3_000, alias="slaveTimeout", gt=0, description="SYNC_MASTER wait for a slave, ms"
+    )
     http_port: int | None = Field(
         None, alias="httpPort", ge=0, le=65535, description="metrics/health; listenPort+3"
     )
@@ -107,8 +119,16 @@ class BrokerSettings(BaseModel):
         return f"{self.broker_ip1}:{self.listen_port}"
 
     @property
-    def ha_server_addr(self) -> str:
-        return f"{self.broker_ip2 or self.broker_ip1}:{self.ha_listen_port}"
+    def effective_ha_port(self) -> int:
+        """listenPort+1 when unset, as RocketMQ derives it (0 with an ephemeral listenPort)."""
+        if self.ha_listen_port is not None:
+            return self.ha_listen_port
+        return 0 if self.listen_port == 0 else self.listen_port + 1
+
+    def ha_server_addr(self, port: int | None = None) -> str:
+        """``brokerIP2:haPort`` (brokerIP1 when no brokerIP2); ``port``: as bound."""
+        bound = self.effective_ha_port if port is None else port
+        return f"{self.broker_ip2 or self.broker_ip1}:{bound}"
 
     @property
     def effective_http_port(self) -> int:

@@ -44,6 +44,9 @@ _FIXED_NAMES = (
     "listen_port bind_address broker_ip1 broker_ip2 ha_listen_port http_port "
     "server_channel_max_idle_time_seconds namesrv_addr register_name_server_period "
     "register_broker_timeout_mills "
+    # replication, set up at start
+    "ha_master_address ha_send_heartbeat_interval ha_housekeeping_interval "
+    "ha_transfer_batch_size ha_slave_fallbehind_max slave_timeout "
     # system topics created at start, periodic tasks scheduled at start
     "cluster_topic_enable broker_topic_enable channel_expired_timeout "
     "flush_consumer_offset_interval"

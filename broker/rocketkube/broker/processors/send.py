@@ -37,7 +37,10 @@ Choices, and where this differs from Java 4.9.8:
   the store gets it under a system topic (schedule, half, DLQ), as Java answers.
 - Stored properties are rebuilt in the order they arrived, CLUSTER after them, REAL_TOPIC
   and REAL_QID last (Java: HashMap order); sub-message properties are kept byte for byte.
-- SYNC_MASTER does not wait for slaves here (no replication hook yet): answers as a master.
+- **SYNC_MASTER** answers a send (with ``WAIT`` true or absent) once a slave acknowledged
+  it, after the flush when that is SYNC_FLUSH: FLUSH_SLAVE_TIMEOUT (12) after
+  ``slaveTimeout``, SLAVE_NOT_AVAILABLE (11) at once when no slave is connected or one lags
+  over ``haSlaveFallbehindMax``; the message is stored either way, as in Java.
 
 Hot path: the header is read by ``parse_send_header`` (3x cheaper than the generic typed
 decode), per-topic checks are cached per TopicConfig object, the body travels as the
@@ -168,8 +171,15 @@ class SendProcessor:
         variable = ("msgId", "queueId", "queueOffset")
         self._stored_answers: dict[int, ResponseTemplate] = {
             code: ResponseTemplate(code, fixed, variable)
-            for code in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT)
+            for code in (
+                ResponseCode.SUCCESS,
+                ResponseCode.FLUSH_DISK_TIMEOUT,
+                ResponseCode.FLUSH_SLAVE_TIMEOUT,
+                ResponseCode.SLAVE_NOT_AVAILABLE,
+            )
         }
+        sync_master = settings.broker_role is BrokerRole.SYNC_MASTER
+        self._replicas = ctx.replicas if sync_master else None
         self._is_slave = settings.broker_role is BrokerRole.SLAVE
         self._broker_ip = settings.broker_ip1
         self._max_delay_level = len(settings.message_delay_level.split())
@@ -226,8 +236,7 @@ class SendProcessor:
                     replies[i] = self._answer(part, one, waiting)
                     at = end
                 if waiting:
-                    assert result.flush is not None
-                    self._when_flushed(result.flush, waiting)
+                    self._when_stored(result.flush, waiting)
                 return replies
             # Refused before anything was written (an illegal message, a full segment):
             # store each on its own, so only the offending send fails.
@@ -472,34 +481,43 @@ class SendProcessor:
             uncounted[topic] = [count, ready.body_bytes]
             if first:
                 self._schedule_count()
-        if result.flush is not None and ready.wait_flush:
+        if ready.wait_flush and (result.flush is not None or self._replicas is not None):
             reply: asyncio.Future[RemotingCommand | None] = self._loop().create_future()
             entry = (reply, result, ready.queue_id, ready.started)
             if waiting is None:
-                self._when_flushed(result.flush, [entry])
+                self._when_stored(result.flush, [entry])
             else:
                 waiting.append(entry)
             return reply
         return self._stored(ResponseCode.SUCCESS, result, ready.queue_id, ready.started)
 
-    def _when_flushed(self, ticket: FlushTicket, waiting: list[_Waiting]) -> None:
+    def _when_stored(self, ticket: FlushTicket | None, waiting: list[_Waiting]) -> None:
         """Answer the waiting sends once the group commit covering them is on disk (or
-        timed out).
+        timed out: FLUSH_DISK_TIMEOUT), then, on a SYNC_MASTER, once a slave has them
+        (or not: FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE).
 
-        Futures resolved by one callback on the flush, not a task per send: thousands of
-        sends wait on one fsync, and the connection answers each when it resolves."""
+        Futures resolved by one callback on the flush and one on the slave's
+        acknowledgement, not a task per send: thousands of sends wait on one fsync, and
+        the connection answers each when it resolves."""
 
-        def flushed(status: PutStatus) -> None:
-            code = (
-                ResponseCode.SUCCESS
-                if status is PutStatus.PUT_OK
-                else ResponseCode.FLUSH_DISK_TIMEOUT
-            )
+        def answer(code: int) -> None:
             for reply, result, queue_id, started in waiting:
                 if not reply.done():
                     reply.set_result(self._stored(code, result, queue_id, started))
 
-        ticket.add_done_callback(flushed)
+        def flushed(status: PutStatus) -> None:
+            if status is not PutStatus.PUT_OK:
+                answer(ResponseCode.FLUSH_DISK_TIMEOUT)
+            elif self._replicas is None:
+                answer(ResponseCode.SUCCESS)
+            else:
+                end = max(a.physical_offset + a.size for w in waiting for a in w[1].appended)
+                self._replicas.when_acked(end, answer)
+
+        if ticket is None:
+            flushed(PutStatus.PUT_OK)
+        else:
+            ticket.add_done_callback(flushed)
 
     @staticmethod
     def _loop() -> asyncio.AbstractEventLoop:
