@@ -92,12 +92,13 @@ def make_client_id(client_ip: str, instance_name: str | None = None) -> str:
 
 
 def readable_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
-    """Every queue of ``topic`` a consumer may pull: READ perm and a master, sorted."""
-    masters = {b.broker_name for b in route.broker_datas if b.master_addr}
+    """Every queue of ``topic`` a consumer may pull, sorted: READ perm and a live broker
+    (its master, or a slave while the master is down, as Java's consumers read)."""
+    live = {b.broker_name for b in route.broker_datas if b.broker_addrs}
     return sorted(
         MessageQueue(topic, data.broker_name, i)
         for data in route.queue_datas
-        if permission.is_readable(data.perm) and data.broker_name in masters
+        if permission.is_readable(data.perm) and data.broker_name in live
         for i in range(data.read_queue_nums)
     )
 
@@ -125,8 +126,11 @@ class ConsumerCore:
         self.client = RemotingClient(
             handler, connect_timeout=request_timeout, timeout=request_timeout
         )
-        #: Broker name -> master address, from every route read so far.
+        #: Broker name -> address to read from, from every route read so far: the master,
+        #: or while the route has none (it is down), its lowest-id slave.
         self.brokers: dict[str, str] = {}
+        #: Broker names read from a slave now: pulls there do not commit offsets.
+        self.on_slave: set[str] = set()
 
     async def close(self) -> None:
         await self.client.close()
@@ -140,8 +144,17 @@ class ConsumerCore:
         )
         if route is not None:
             for broker in route.broker_datas:
+                name = broker.broker_name
                 if broker.master_addr:
-                    self.brokers[broker.broker_name] = broker.master_addr
+                    self.brokers[name] = broker.master_addr
+                    self.on_slave.discard(name)
+                elif broker.broker_addrs:
+                    slave = broker.broker_addrs[min(broker.broker_addrs)]
+                    if self.brokers.get(name) != slave:
+                        log.warning("broker %s has no master in the route: reading from its "
+                                    "slave %s", name, slave)  # fmt: skip
+                    self.brokers[name] = slave
+                    self.on_slave.add(name)
         return route
 
     async def readable_queues(self, topic: str) -> list[MessageQueue]:
@@ -158,7 +171,8 @@ class ConsumerCore:
                 raise client_errors.RouteNotFoundError(f"no route for topic {topic!r}")
 
     async def broker_addr(self, queue: MessageQueue) -> str:
-        """The master address of ``queue``'s broker, re-reading the route when unknown."""
+        """The address of ``queue``'s broker (see :attr:`brokers`), re-reading the route
+        when unknown."""
         addr = self.brokers.get(queue.broker_name)
         if addr is None:
             await self.fetch_route(queue.topic)
@@ -179,7 +193,8 @@ class ConsumerCore:
         accept: Iterable[int] = (),
         timeout: float | None = None,
     ) -> RemotingCommand:
-        """Send a request to the master of ``queue``'s broker; MQBrokerError on other codes."""
+        """Send a request to ``queue``'s broker (:meth:`broker_addr`); MQBrokerError on
+        other codes."""
         addr = await self.broker_addr(queue)
         return await self.call_addr(
             addr, queue.broker_name, code, header, body, accept=accept, timeout=timeout
@@ -215,7 +230,10 @@ class ConsumerCore:
         lite: bool = False,
     ) -> PullResult:
         """PULL_MESSAGE from ``offset``, long-polling up to ``suspend`` seconds (0: none),
-        as :func:`~rocketkube.client.pull.pull_header` describes."""
+        as :func:`~rocketkube.client.pull.pull_header` describes; a pull from a slave
+        carries no offset to commit, as Java's client clears the flag there."""
+        if queue.broker_name in self.on_slave:
+            commit_offset = None
         response = await self.call(
             queue,
             RequestCode.PULL_MESSAGE,
