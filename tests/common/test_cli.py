@@ -57,6 +57,20 @@ def test_local_plan_starts_a_name_server_and_brokers(tmp_path: Path) -> None:
     assert str(tmp_path / "broker-b") in broker_b.args
 
 
+def test_local_plan_gives_each_master_its_slaves(tmp_path: Path) -> None:
+    _namesrv, *brokers = local.plan(tmp_path, 9876, brokers=2, slaves=1)
+    assert [b.name for b in brokers] == ["broker-a", "broker-a-s1", "broker-b", "broker-b-s1"]
+    assert [b.args[b.args.index("--port") + 1] for b in brokers] == [
+        "10911", "10921", "10931", "10941"
+    ]  # fmt: skip
+    slave = brokers[1]
+    assert slave.args[slave.args.index("--broker-name") + 1] == "broker-a"
+    assert slave.args[slave.args.index("--broker-id") + 1] == "1"
+    assert slave.args[slave.args.index("--role") + 1] == "SLAVE"
+    assert "--role" not in brokers[0].args
+    assert str(tmp_path / "broker-a-s1") in slave.args
+
+
 def test_local_plan_moves_the_brokers_to_another_port(tmp_path: Path) -> None:
     """A second local cluster on the same machine needs its own broker ports."""
     _namesrv, broker_a, broker_b = local.plan(tmp_path, 19876, brokers=2, broker_port=20911)

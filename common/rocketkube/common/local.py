@@ -30,18 +30,24 @@ class Child:
 DEFAULT_BROKER_PORT = 10911
 
 
-def broker_ports(first: int, brokers: int) -> list[int]:
-    """Broker ``i`` listens on ``first + 10*i``: room for each one's HTTP port (+3)."""
-    return [first + 10 * i for i in range(brokers)]
+def broker_ports(first: int, brokers: int, slaves: int = 0) -> list[int]:
+    """Broker process ``k`` listens on ``first + 10*k``: room for its HA (+1) and HTTP (+3)
+    ports. Each group's master comes first, then its slaves."""
+    return [first + 10 * k for k in range(brokers * (1 + slaves))]
 
 
 def plan(
-    data_dir: Path, namesrv_port: int, brokers: int = 1, broker_port: int = DEFAULT_BROKER_PORT
+    data_dir: Path,
+    namesrv_port: int,
+    brokers: int = 1,
+    broker_port: int = DEFAULT_BROKER_PORT,
+    slaves: int = 0,
 ) -> list[Child]:
     """The processes of a local cluster (pure: tested without starting anything).
 
-    Broker ``i`` is ``broker-<letter>``, a master on ``broker_port`` + 10*i (HTTP on +3),
-    with its store under ``data_dir/broker-<letter>``.
+    Group ``i`` is ``broker-<letter>``: a master (store under ``data_dir/broker-<letter>``)
+    and ``slaves`` slaves (brokerId 1.., ``broker-<letter>-s<id>``) replicating it; the
+    ports are :func:`broker_ports`.
     """
     children = [
         Child(
@@ -54,21 +60,26 @@ def plan(
             ],
         ),
     ]  # fmt: skip
-    for i, port in enumerate(broker_ports(broker_port, brokers)):
-        name = f"broker-{chr(ord('a') + i)}"
-        children.append(
-            Child(
-                name,
-                [
-                    "broker",
-                    "--namesrv-addr", f"127.0.0.1:{namesrv_port}",
-                    "--broker-name", name,
-                    "--port", str(port),
-                    "--broker-ip", "127.0.0.1",
-                    "--store", str(data_dir / name),
-                ],
-            )
-        )  # fmt: skip
+    ports = iter(broker_ports(broker_port, brokers, slaves))
+    for i in range(brokers):
+        group = f"broker-{chr(ord('a') + i)}"
+        for broker_id in range(1 + slaves):
+            name = f"{group}-s{broker_id}" if broker_id else group
+            role = ["--broker-id", str(broker_id), "--role", "SLAVE"] if broker_id else []
+            children.append(
+                Child(
+                    name,
+                    [
+                        "broker",
+                        "--namesrv-addr", f"127.0.0.1:{namesrv_port}",
+                        "--broker-name", group,
+                        *role,
+                        "--port", str(next(ports)),
+                        "--broker-ip", "127.0.0.1",
+                        "--store", str(data_dir / name),
+                    ],
+                )
+            )  # fmt: skip
     return children
 
 
@@ -108,7 +119,8 @@ async def supervise(children: list[Child]) -> int:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", default=".data", help="where stores and configs live")
     parser.add_argument("--namesrv-port", type=int, default=9876)
-    parser.add_argument("--brokers", type=int, default=1, help="broker masters to start")
+    parser.add_argument("--brokers", type=int, default=1, help="broker groups (masters)")
+    parser.add_argument("--slaves", type=int, default=0, help="slaves replicating each master")
     parser.add_argument(
         "--broker-port", type=int, default=DEFAULT_BROKER_PORT,
         help=f"the first broker's port (default {DEFAULT_BROKER_PORT}); the next ones +10 each",
@@ -119,9 +131,9 @@ def run(args: argparse.Namespace) -> int:
     runtime.configure_logging()
     data_dir = Path(args.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
-    children = plan(data_dir, args.namesrv_port, args.brokers, args.broker_port)
+    children = plan(data_dir, args.namesrv_port, args.brokers, args.broker_port, args.slaves)
     brokers = ", ".join(
-        f"127.0.0.1:{port}" for port in broker_ports(args.broker_port, args.brokers)
+        f"127.0.0.1:{port}" for port in broker_ports(args.broker_port, args.brokers, args.slaves)
     )
     print(
         f"local cluster: name server 127.0.0.1:{args.namesrv_port}, brokers {brokers}; "

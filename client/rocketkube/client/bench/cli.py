@@ -512,6 +512,7 @@ async def local_broker(root: Path, namesrv: str, flush: str) -> AsyncIterator[tu
         "broker", "--port", str(port), "--http-port", "0", "--broker-ip", "127.0.0.1",
         "--broker-name", f"bench-{name}", "--store", str(root / f"store-{name}"),
         "--flush-disk-type", flush, "-n", namesrv, "--log-level", "WARNING",
+        "--set", "haListenPort=0",  # no slaves; port+1 may be anyone's
     ]  # fmt: skip
     log = root / f"broker-{name}.log"
     address = f"127.0.0.1:{port}"
