@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
-from waiting import wait_until
+from waiting import WAIT_SECONDS, wait_until
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.broker.settings import BrokerSettings
@@ -134,7 +134,8 @@ def create_topic(namesrv: NamesrvApp, broker: BrokerApp) -> CreateTopic:
         client = RemotingClient()
         try:
             request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.encode())
-            response = await client.invoke(broker.address, request)
+            # answered once topics.json is on disk: a starved CI disk takes seconds
+            response = await client.invoke(broker.address, request, WAIT_SECONDS)
         finally:
             await client.close()
         assert response.code == ResponseCode.SUCCESS, response.remark

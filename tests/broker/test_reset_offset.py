@@ -123,7 +123,10 @@ async def test_offline_group_is_reset_in_the_broker(broker: Broker) -> None:
     response = await broker.reset(stamps[1])
     assert response.code == ResponseCode.SUCCESS, response.remark
     table = ResetOffsetBody.decode(response.body).offset_table
-    assert table[mq(0)] in (1, 2)  # the message stored at that time (or its neighbour)
+    # the message stored at that time (or its neighbour); on a fast host several share
+    # that millisecond, and the first of them is the answer
+    same_ms = {i for i, stamp in enumerate(stamps) if stamp == stamps[1]}
+    assert table[mq(0)] in {1, 2} | same_ms
     assert broker.ctx.offsets.query(GROUP, TOPIC, 0) == table[mq(0)]
     assert broker.ctx.offsets.query(GROUP, TOPIC, 1) == table[mq(1)]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -203,10 +202,12 @@ async def test_timeout_raises_remoting_timeout_error(topic: str) -> None:
     port = server.sockets[0].getsockname()[1]
     try:
         async with Producer("PG_timeout", f"127.0.0.1:{port}", send_timeout=0.3) as producer:
-            started = time.monotonic()
             with pytest.raises(RemotingTimeoutError) as caught:
-                await producer.send(Message(topic, b"never"))
-            assert time.monotonic() - started < 2.0
+                async with asyncio.timeout(60):  # a hang fails instead of blocking the suite
+                    await producer.send(Message(topic, b"never"))
+            # the send's own bound applied (not a 3 s default), whatever the wall clock
+            # of a starved CI host says
+            assert "within 0.300s" in str(caught.value)
             assert caught.value.retriable
     finally:
         server.close()
