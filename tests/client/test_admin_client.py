@@ -26,7 +26,8 @@ CLUSTER = "DefaultCluster"
 
 @pytest.fixture
 async def admin(namesrv: NamesrvApp, broker: BrokerApp) -> AsyncIterator[AdminClient]:
-    async with AdminClient(namesrv.address, timeout=3.0) as client:
+    # Config changes answer once fsynced; a starved CI disk can take seconds for that.
+    async with AdminClient(namesrv.address, timeout=30.0) as client:
         yield client
 
 

@@ -71,7 +71,9 @@ class AdminClient(AdminBase):
     """An admin connection to a RocketMQ 4.x name server (or several) and their brokers.
 
     Use as ``async with AdminClient(addr) as admin`` or call :meth:`start` and
-    :meth:`close`. ``timeout`` (seconds) bounds each connect and each request.
+    :meth:`close`. ``timeout`` (seconds) bounds each connect and each request; its
+    default, 5 s, is mqadmin's (``DefaultMQAdminExt``): a broker answers a config change
+    only once it is on disk, and one fsync on a busy disk can take seconds.
     """
 
     # -- topics -------------------------------------------------------------------------

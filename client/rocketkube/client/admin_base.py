@@ -25,7 +25,7 @@ T = TypeVar("T")
 class AdminBase(AsyncLifecycle):
     """Connections, request plumbing and name server reads; see :class:`AdminClient`."""
 
-    def __init__(self, namesrv_addr: str, *, timeout: float = 3.0) -> None:
+    def __init__(self, namesrv_addr: str, *, timeout: float = 5.0) -> None:
         self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
         if not self.namesrv_addrs:
             raise ValueError(f"no name server address in {namesrv_addr!r}")
