@@ -9,6 +9,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from waiting import WAIT_SECONDS
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.broker.settings import BrokerSettings
@@ -149,7 +150,7 @@ async def test_admin_topic_change_answers_once_saved_or_says_it_was_not(
                "writeQueueNums": "4", "perm": "6", "topicFilterType": "SINGLE_TAG",
                "topicSysFlag": "0", "order": "false"}  # fmt: skip
         request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
-        return await client.invoke(broker.address, request)
+        return await client.invoke(broker.address, request, WAIT_SECONDS)  # answers once fsynced
 
     assert (await create("Saved")).code == ResponseCode.SUCCESS
     on_disk = TopicConfigWrapper.from_json(json.loads(topics.saver.path.read_text()))
