@@ -24,7 +24,9 @@ def wall_clock_ms() -> int:
 
 
 @pytest.fixture
-def broker_settings(tmp_path: Path) -> BrokerSettings:
+def broker_settings(tmp_path: Path, request: pytest.FixtureRequest) -> BrokerSettings:
+    """Small store files; a test changes fields with ``parametrize(..., indirect=True)``."""
+    overrides: dict[str, object] = getattr(request, "param", {})
     return BrokerSettings(
         broker_name="broker-a",
         listen_port=0,
@@ -36,6 +38,7 @@ def broker_settings(tmp_path: Path) -> BrokerSettings:
         mapped_file_size_consume_queue=20 * 1000,
         max_hash_slot_num=1000,
         max_index_num=4000,
+        **overrides,
     )
 
 

@@ -405,6 +405,43 @@ async def test_slave_neither_commits_nor_corrects_offsets(broker: Broker) -> Non
     assert (await broker.pull(offset=0)).code == ResponseCode.SUCCESS
 
 
+# -- which broker next ---------------------------------------------------------------------
+
+
+async def test_the_master_is_suggested_unless_slave_read_is_enabled(broker: Broker) -> None:
+    put(broker.ctx, message(b"a"), message(b"b"))
+    assert not broker.ctx.settings.slave_read_enable
+    assert offsets_of(await broker.pull(offset=0))[0] == 0
+
+
+#: Every pull reads "behind the memory": the suggestion follows the group's settings.
+SLOW = {"slave_read_enable": True, "access_message_in_memory_max_ratio": 0}
+
+
+@pytest.mark.parametrize("broker_settings", [SLOW], indirect=True)
+async def test_a_consumer_behind_the_memory_is_sent_to_a_slave(broker: Broker) -> None:
+    ctx = broker.ctx
+    put(ctx, message(b"a"), message(b"b"))
+    assert offsets_of(await broker.pull(offset=0))[0] == 1  # whichBrokerWhenConsumeSlowly
+    group = ctx.groups.get(GROUP)
+    assert group is not None
+    ctx.groups.update(replace(group, which_broker_when_consume_slowly=2))
+    assert offsets_of(await broker.pull(offset=0))[0] == 2
+    ctx.settings = ctx.settings.model_copy(update={"slave_read_enable": False})
+    assert offsets_of(await broker.pull(offset=0))[0] == 0
+
+
+@pytest.mark.parametrize("broker_settings", [{"slave_read_enable": True}], indirect=True)
+async def test_a_consumer_within_the_memory_is_sent_to_the_groups_broker(broker: Broker) -> None:
+    ctx = broker.ctx
+    put(ctx, message(b"a"), message(b"b"))
+    assert offsets_of(await broker.pull(offset=0))[0] == 0  # the group's brokerId
+    group = ctx.groups.get(GROUP)
+    assert group is not None
+    ctx.groups.update(replace(group, broker_id=1))
+    assert offsets_of(await broker.pull(offset=0))[0] == 1
+
+
 # -- zero copy -----------------------------------------------------------------------------
 
 

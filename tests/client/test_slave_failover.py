@@ -3,10 +3,10 @@ and a real master/slave pair on 127.0.0.1."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from routes import route_ids, wait_until_routed
 from waiting import wait_until
 
 from rocketkube.broker.app import BrokerApp
@@ -14,27 +14,9 @@ from rocketkube.client.listener import ConsumeContext, ConsumeStatus
 from rocketkube.client.producer import Producer
 from rocketkube.client.push_consumer import PushConsumer
 from rocketkube.common.message.model import Message, MessageExt
-from rocketkube.common.protocol import route
-from rocketkube.common.remoting.client import RemotingClient
-from rocketkube.common.remoting.codes import RequestCode, ResponseCode
-from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.namesrv.app import NamesrvApp
 
 StartBroker = Callable[..., Awaitable[BrokerApp]]
-
-
-async def route_ids(namesrv: NamesrvApp, topic: str) -> set[int]:
-    """Broker ids the name server routes ``topic`` to."""
-    client = RemotingClient()
-    try:
-        request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
-        answer = await client.invoke(namesrv.address, request)
-    finally:
-        await client.close()
-    if answer.code != ResponseCode.SUCCESS:
-        return set()
-    return {i for b in route.TopicRouteData.decode(answer.body).broker_datas
-            for i in b.broker_addrs}  # fmt: skip
 
 
 async def test_consumers_read_from_the_slave_while_the_master_is_down(
@@ -54,9 +36,9 @@ async def test_consumers_read_from_the_slave_while_the_master_is_down(
     )
     assert slave.slave_sync is not None
     await slave.slave_sync.sync_once(master.address)  # the topic, without waiting 10 s
-    await wait_until_routed(namesrv, topic, {0, 1})
+    await wait_until_routed(namesrv.address, topic, {0, 1})
     await master.stop()
-    assert await route_ids(namesrv, topic) == {1}
+    assert await route_ids(namesrv.address, topic) == {1}
 
     received: dict[str, MessageExt] = {}
 
@@ -72,11 +54,3 @@ async def test_consumers_read_from_the_slave_while_the_master_is_down(
     async with consumer:
         await wait_until(lambda: set(sent) <= set(received), "all 30 from the slave")
     assert sorted(m.body for m in received.values()) == [b"f%02d" % i for i in range(30)]
-
-
-async def wait_until_routed(namesrv: NamesrvApp, topic: str, ids: set[int]) -> None:
-    for _ in range(300):
-        if await route_ids(namesrv, topic) == ids:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{topic} not routed to brokers {ids}")

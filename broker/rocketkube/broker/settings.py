@@ -72,6 +72,9 @@ class BrokerSettings(BaseModel):
     register_broker_timeout_mills: int = Field(6_000, alias="registerBrokerTimeoutMills", gt=0)
     long_polling_enable: bool = Field(True, alias="longPollingEnable")
     short_polling_time_mills: int = Field(1_000, alias="shortPollingTimeMills", gt=0)
+    slave_read_enable: bool = Field(
+        False, alias="slaveReadEnable", description="slow consumers read from a slave"
+    )
     notify_consumer_ids_changed_enable: bool = Field(True, alias="notifyConsumerIdsChangedEnable")
     channel_expired_timeout: int = Field(120_000, alias="channelExpiredTimeout", gt=0)
     server_channel_max_idle_time_seconds: int = Field(
@@ -106,6 +109,9 @@ class BrokerSettings(BaseModel):
     flush_delay_offset_interval: int = Field(10_000, alias="flushDelayOffsetInterval", gt=0)
     max_hash_slot_num: int = Field(5_000_000, alias="maxHashSlotNum", gt=0)
     max_index_num: int = Field(20_000_000, alias="maxIndexNum", gt=0)
+    access_message_in_memory_max_ratio: int = Field(
+        40, alias="accessMessageInMemoryMaxRatio", ge=0, le=100
+    )
 
     @field_validator("message_delay_level")
     @classmethod
@@ -162,4 +168,5 @@ class BrokerSettings(BaseModel):
             message_delay_level=self.message_delay_level,
             max_hash_slot_num=self.max_hash_slot_num,
             max_index_num=self.max_index_num,
+            access_message_in_memory_max_ratio=self.access_message_in_memory_max_ratio,
         )

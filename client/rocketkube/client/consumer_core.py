@@ -48,7 +48,7 @@ from rocketkube.common.protocol.pull_headers import (
     SearchOffsetResponseHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from rocketkube.common.protocol.route import TopicRouteData
+from rocketkube.common.protocol.route import MASTER_ID, TopicRouteData
 from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
@@ -131,6 +131,11 @@ class ConsumerCore:
         self.brokers: dict[str, str] = {}
         #: Broker names read from a slave now: pulls there do not commit offsets.
         self.on_slave: set[str] = set()
+        #: Broker name -> {broker id: address}, as the last route read had it.
+        self.broker_ids: dict[str, dict[int, str]] = {}
+        #: Queue -> the broker id its last pull answer suggested, when not the master
+        #: (a slave, for a consumer far behind on a ``slaveReadEnable`` broker).
+        self.pull_from: dict[MessageQueue, int] = {}
 
     async def close(self) -> None:
         await self.client.close()
@@ -145,6 +150,7 @@ class ConsumerCore:
         if route is not None:
             for broker in route.broker_datas:
                 name = broker.broker_name
+                self.broker_ids[name] = dict(broker.broker_addrs)
                 if broker.master_addr:
                     self.brokers[name] = broker.master_addr
                     self.on_slave.discard(name)
@@ -230,12 +236,17 @@ class ConsumerCore:
         lite: bool = False,
     ) -> PullResult:
         """PULL_MESSAGE from ``offset``, long-polling up to ``suspend`` seconds (0: none),
-        as :func:`~rocketkube.client.pull.pull_header` describes; a pull from a slave
-        carries no offset to commit, as Java's client clears the flag there."""
-        if queue.broker_name in self.on_slave:
+        as :func:`~rocketkube.client.pull.pull_header` describes.
+
+        It goes to the broker id the queue's last answer suggested (``suggestWhichBrokerId``)
+        when the route has it, else as :meth:`broker_addr`; a pull from a slave carries no
+        offset to commit, as Java's client clears the flag there."""
+        addr, from_slave = await self._pull_addr(queue)
+        if from_slave:
             commit_offset = None
-        response = await self.call(
-            queue,
+        response = await self.call_addr(
+            addr,
+            queue.broker_name,
             RequestCode.PULL_MESSAGE,
             pull_header(
                 self.group,
@@ -250,7 +261,30 @@ class ConsumerCore:
             accept=PULL_ANSWERS,
             timeout=suspend + self.request_timeout + (_RPC_MARGIN if suspend > 0 else 0.0),
         )
+        self._follow(queue, response.ext_fields.get("suggestWhichBrokerId"))
         return pull_result(response, subscription)
+
+    async def _pull_addr(self, queue: MessageQueue) -> tuple[str, bool]:
+        """Where to pull ``queue`` from, and whether that is a slave."""
+        wanted = self.pull_from.get(queue)
+        if wanted is not None:
+            addr = self.broker_ids.get(queue.broker_name, {}).get(wanted)
+            if addr is not None:
+                return addr, True
+        addr = await self.broker_addr(queue)
+        return addr, queue.broker_name in self.on_slave
+
+    def _follow(self, queue: MessageQueue, suggested: str | None) -> None:
+        """Remember the broker id a pull answer suggests for the queue's next pull."""
+        try:
+            broker_id = int(suggested) if suggested else MASTER_ID
+        except ValueError:
+            broker_id = MASTER_ID
+        if broker_id == MASTER_ID:
+            self.pull_from.pop(queue, None)
+        elif self.pull_from.get(queue) != broker_id:
+            log.info("pulling %s from broker id %d, as its broker suggests", queue, broker_id)
+            self.pull_from[queue] = broker_id
 
     # -- offsets -----------------------------------------------------------------------------
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rocketkube.broker.store import GetStatus, InnerMessage, MessageStore
+from rocketkube.broker.store import GetStatus, InnerMessage, MessageStore, StoreConfig
+from rocketkube.broker.store.memory import total_memory_bytes
 from rocketkube.common.message import hashing, record
 
 MakeMessage = Callable[..., InnerMessage]
@@ -160,3 +164,36 @@ def test_delete_topic(store: MessageStore, msg: MakeMessage) -> None:
     assert not (store.paths.consume_queue / "TopicA").exists()
     assert store.put_message(msg()).appended[0].queue_offset == 0
     assert store.topics() == ["TopicA"]
+
+
+def test_a_read_far_behind_the_log_end_suggests_a_slave(
+    open_store: OpenStore, msg: MakeMessage, config: StoreConfig
+) -> None:
+    first = open_store()
+    for i in range(10):
+        first.put_message(msg(b"m%d" % i))
+    size = first.get_messages("TopicA", 0, 0, 1).total_size  # every record has this size
+    first.close()
+    half = replace(config, access_message_in_memory_max_ratio=50)
+    store = open_store(half, memory_bytes=lambda: 2 * 3 * size)  # 3 records "in memory"
+
+    def suggested(offset: int, max_nums: int) -> bool:
+        return store.get_messages("TopicA", 0, offset, max_nums).suggest_pulling_from_slave
+
+    # Measured from the last entry read, the one that stopped the batch included (Java).
+    assert suggested(0, 1)  # read up to entry 1: 9 records behind the end
+    assert suggested(5, 1)  # entry 6: 4 behind
+    assert not suggested(6, 1)  # entry 7: 3 behind, not more than the memory
+    assert not suggested(7, 32)
+
+
+def test_the_memory_is_the_cgroup_limit_when_lower(tmp_path: Path) -> None:
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    v2, v1 = tmp_path / "memory.max", tmp_path / "memory.limit_in_bytes"
+    assert total_memory_bytes((v2, v1)) == physical  # no cgroup files
+    v1.write_text(f"{1 << 62}\n")  # cgroup v1 without a limit: a huge number
+    assert total_memory_bytes((v2, v1)) == physical
+    v2.write_text("max\n")
+    assert total_memory_bytes((v2, v1)) == physical
+    v2.write_text("536870912\n")
+    assert total_memory_bytes((v2, v1)) == 512 << 20

@@ -29,6 +29,15 @@ Store status -> (nextBeginOffset, code)::
 
 On a slave (offsetCheckInSlave=false) offsets are not corrected: nextBeginOffset stays the
 requested offset and 21 becomes 20.
+
+``suggestWhichBrokerId`` is 0 (the master) unless ``slaveReadEnable``; then it is the
+group's ``whichBrokerWhenConsumeSlowly`` (default 1) for a consumer reading further behind
+the log's end than ``accessMessageInMemoryMaxRatio`` of the memory, else the group's
+``brokerId`` (default 0), so a consumer that caught up goes back to the master.
+
+Where this differs from Java: a slave serves pulls whatever ``slaveReadEnable`` says
+(suggesting the master when it is off). Java's slave answers 20 there, and a Java consumer
+whose master is down then moves on to ``nextBeginOffset`` without the messages.
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ from rocketkube.broker.store import GetResult, GetStatus, TagFilter
 from rocketkube.common.message import sysflag
 from rocketkube.common.protocol import heartbeat, permission
 from rocketkube.common.protocol import pull_headers as h
+from rocketkube.common.protocol.route import MASTER_ID
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection
@@ -159,7 +169,7 @@ class PullProcessor:
             if code == ResponseCode.PULL_OFFSET_MOVED:
                 code = ResponseCode.PULL_RETRY_IMMEDIATELY
         ext = h.PullMessageResponseHeader(
-            suggest_which_broker_id=0,
+            suggest_which_broker_id=self._suggest(header.consumer_group, result),
             next_begin_offset=next_begin,
             min_offset=result.min_offset,
             max_offset=result.max_offset,
@@ -172,6 +182,17 @@ class PullProcessor:
                 header.topic, header.consumer_group, result.message_count, result.total_size
             )
         return response
+
+    def _suggest(self, group: str, result: GetResult) -> int:
+        """The broker id the consumer should pull this queue from next (step 3)."""
+        if not self.ctx.settings.slave_read_enable:
+            return MASTER_ID
+        config = self.ctx.groups.get(group)
+        if config is None:
+            return MASTER_ID
+        if result.suggest_pulling_from_slave:
+            return config.which_broker_when_consume_slowly
+        return config.broker_id
 
     def _check(
         self, conn: Connection, header: h.PullMessageRequestHeader

@@ -34,6 +34,7 @@ from rocketkube.broker.store import (
     errors,
     flush,
     index,
+    memory,
     model,
     recovery,
     retention,
@@ -67,8 +68,11 @@ class MessageStore:
         clock: Callable[[], int] = _now_ms,
         disk_usage: retention.DiskUsage = retention.disk_usage_ratio,
         fsync: flush.FsyncFunction = os.fdatasync,
+        memory_bytes: Callable[[], int] = memory.total_memory_bytes,
     ) -> None:
         self.config = config
+        #: Bytes behind the log's end still "in memory" (accessMessageInMemoryMaxRatio).
+        self._in_memory = memory_bytes() * config.access_message_in_memory_max_ratio // 100
         self.paths = settings.StorePaths(config.store_path_root_dir)
         self._clock = clock
         self._fsync = fsync
@@ -404,6 +408,7 @@ class MessageStore:
         total = 0
         scanned = 0
         removed = False
+        phys = log.max_offset
         for phys, size, tags in consume_queue.ENTRY.iter_unpack(entries):
             if offsets and (len(offsets) >= max_count or total + size > max_bytes):
                 break
@@ -427,6 +432,8 @@ class MessageStore:
             offsets.append(offset + scanned - 1)
             total += size
         result.next_begin_offset = offset + scanned
+        # Java's test: how far the last entry read (kept or not) lies behind the log's end
+        result.suggest_pulling_from_slave = log.max_offset - phys > self._in_memory
         result.buffers = [files[which].view[start:end] for start, end, which in spans]
         result.message_count = len(offsets)
         result.total_size = total

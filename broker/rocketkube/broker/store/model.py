@@ -180,6 +180,9 @@ class GetResult:
     total_size: int = 0
     queue_offsets: list[int] = field(default_factory=list)
     """The queue offset of each returned message."""
+    suggest_pulling_from_slave: bool = False
+    """The last entry read lies further behind the log's end than the memory
+    ``accessMessageInMemoryMaxRatio`` allows: a slow consumer, better served by a slave."""
 
     @property
     def found(self) -> bool:

@@ -97,6 +97,10 @@ class StoreConfig:
     """``maxTransferBytesOnMessageInMemory``: pull result byte cap (first message exempt)."""
     max_transfer_count_on_message_in_memory: int = 32
     """``maxTransferCountOnMessageInMemory``: pull result message cap."""
+    access_message_in_memory_max_ratio: int = 40
+    """``accessMessageInMemoryMaxRatio``: percent of the memory (:mod:`.memory`). A pull
+    reading further than that behind the log's end is "on disk": its result suggests
+    reading from a slave (``slaveReadEnable``)."""
     message_delay_level: str = _DEFAULT_DELAY_LEVELS
     """``messageDelayLevel``: the schedule topic's consume queue tags code is the delivery
     time, store time plus the level's delay."""
