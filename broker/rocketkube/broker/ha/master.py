@@ -25,7 +25,7 @@ from rocketkube.broker.settings import BrokerSettings
 from rocketkube.broker.store import MessageStore
 from rocketkube.common.remoting.codes import ResponseCode
 
-__all__ = ["HAService"]
+__all__ = ["HAService", "start_problem"]
 
 _log = logging.getLogger(__name__)
 
@@ -103,14 +103,13 @@ class _SlaveLink:
         store = service.store
         position = wire.transfer_start(self.reported, store.commit_log_max_offset,
                                        service.segment_size)  # fmt: skip
-        low, high = store.commit_log_min_offset, store.commit_log_max_offset
-        if low <= position <= high:
+        problem = start_problem(position, store.commit_log_min_offset,
+                                store.commit_log_max_offset)  # fmt: skip
+        if problem is None:
             self.sent = position
             _log.info("slave %s replicating from commit log offset %d", self.peer, position)
         else:
-            _log.error("slave %s asks for commit log offset %d, outside this master's %d..%d: "
-                       "it is not a copy of this master, and its acknowledgements do not count",
-                       self.peer, position, low, high)  # fmt: skip
+            _log.error("slave %s: %s", self.peer, problem)
         while True:
             self.wake.clear()
             chunk = store.read_commit_log(position, service.batch_size)
@@ -127,6 +126,21 @@ class _SlaveLink:
             except TimeoutError:
                 self._writer.write(wire.TRANSFER_HEADER.pack(position, 0))
                 await self._writer.drain()
+
+
+def start_problem(position: int, low: int, high: int) -> str | None:
+    """Why a slave cannot replicate from ``position`` of a log holding ``low..high``."""
+    if position < low:
+        return (f"asks for commit log offset {position}, which this master no longer has (it "
+                f"keeps {low}..{high}): the slave fell behind retention and cannot catch up; "
+                "stop it, empty its store and start it again to copy this master from its last "
+                "segment")  # fmt: skip
+    if position > high:
+        return (
+            f"asks for commit log offset {position}, past this master's {low}..{high}: it "
+            "is not a copy of this master, and its acknowledgements do not count"
+        )
+    return None
 
 
 class HAService:
