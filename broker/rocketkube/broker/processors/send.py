@@ -60,7 +60,13 @@ from rocketkube.broker import topics as topic_names
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.processors import send_batch
 from rocketkube.broker.settings import BrokerRole
-from rocketkube.broker.store import FlushTicket, InnerMessage, PutResult, PutStatus
+from rocketkube.broker.store import (
+    DispatchHints,
+    FlushTicket,
+    InnerMessage,
+    PutResult,
+    PutStatus,
+)
 from rocketkube.common import errors
 from rocketkube.common.message import ids, sysflag
 from rocketkube.common.message.properties import decode_properties, encode_properties
@@ -354,6 +360,7 @@ class SendProcessor:
             store_topic = topic_names.SCHEDULE_TOPIC
             store_queue = level - 1
         body = req.body
+        get = props.get
         message = InnerMessage(
             store_topic,
             store_queue,
@@ -364,6 +371,8 @@ class SendProcessor:
             h.born_timestamp,
             born_host,
             reconsume_times,
+            0,
+            DispatchHints(get("TAGS"), get("KEYS"), get("UNIQ_KEY")),
         )
         wait_flush = wait is None or wait.lower() == "true"
         return _Ready((message,), store_topic, queue_id, len(body), wait_flush, started)

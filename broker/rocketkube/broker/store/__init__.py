@@ -34,6 +34,7 @@ from rocketkube.broker.store.message_store import MessageStore
 from rocketkube.broker.store.model import (
     AppendResult,
     ArrivalListener,
+    DispatchHints,
     FlushTicket,
     GetResult,
     GetStatus,
@@ -49,6 +50,7 @@ from rocketkube.broker.store.settings import FlushDiskType, StoreConfig
 __all__ = [
     "AppendResult",
     "ArrivalListener",
+    "DispatchHints",
     "FlushDiskType",
     "FlushTicket",
     "GetResult",

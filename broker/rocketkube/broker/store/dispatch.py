@@ -13,7 +13,8 @@ codes of the new entries: the broker wakes long-polling pulls from there.
 
 The tags code is the Java hash of TAGS, except on ``SCHEDULE_TOPIC_XXXX`` where it is the
 delivery time: store time plus the delay of the DELAY level. Properties are read straight
-from the UTF-8 bytes (``name\\x01value\\x02``) without decoding the whole string.
+from the UTF-8 bytes (``name\\x01value\\x02``) without decoding the whole string, or, for
+a message whose sender decoded them already, taken from its ``hints``.
 """
 
 from __future__ import annotations
@@ -72,13 +73,15 @@ class Dispatcher:
         self._queues = queues
         self._index = index_service
         self._delays = config.delay_levels_ms()
-        self._tags: dict[bytes, int] = {}
+        self._tags: dict[str, int] = {}
         self._seeds: dict[str, int] = {}
         self.listeners: list[model.ArrivalListener] = []
 
     # -- codes -----------------------------------------------------------------------------
 
-    def tags_code(self, topic: str, properties: bytes, store_ts: int) -> int:
+    def tags_code(
+        self, topic: str, properties: bytes, store_ts: int, hints: model.DispatchHints | None = None
+    ) -> int:
         """The consume queue tags code of a record."""
         if topic == SCHEDULE_TOPIC:
             level_text = property_value(properties, _DELAY)
@@ -89,21 +92,32 @@ class Dispatcher:
                     level = 0
                 if level > 0:
                     return store_ts + self._delays[level - 1]
-        tags = property_value(properties, _TAGS)
+        if hints is not None:
+            tags = hints.tags
+        else:
+            found = property_value(properties, _TAGS)
+            tags = None if found is None else found.decode("utf-8", "replace")
         if tags is None:
             return 0
         code = self._tags.get(tags)
         if code is None:
             if len(self._tags) > 65_536:
                 self._tags.clear()
-            code = self._tags[tags] = hashing.tags_code(tags.decode("utf-8", "replace"))
+            code = self._tags[tags] = hashing.tags_code(tags)
         return code
 
     def _index_keys(self, topic: str, properties: bytes, phys: int, store_ts: int,
-                    out: list[tuple[int, int, int]]) -> None:  # fmt: skip
+                    out: list[tuple[int, int, int]],
+                    hints: model.DispatchHints | None = None) -> None:  # fmt: skip
         """Append the index entries of one record to ``out`` (added in bulk by the caller)."""
-        uniq = property_value(properties, _UNIQ_KEY)
-        keys = property_value(properties, _KEYS) if _KEYS in properties else None
+        uniq: bytes | None
+        keys: bytes | None
+        if hints is not None:
+            uniq = None if hints.uniq_key is None else hints.uniq_key.encode()
+            keys = None if hints.keys is None else hints.keys.encode()
+        else:
+            uniq = property_value(properties, _UNIQ_KEY)
+            keys = property_value(properties, _KEYS) if _KEYS in properties else None
         if uniq is None and keys is None:
             return
         seed = self._seeds.get(topic)
@@ -150,13 +164,12 @@ class Dispatcher:
                         queue, codes = found
                     last_key = key
                 assert queue is not None
-                code = tags_code(topic, properties, result.store_timestamp)
+                code = tags_code(topic, properties, result.store_timestamp, message.hints)
                 queue.put(result.queue_offset, result.physical_offset, result.size, code)
                 codes.append(code)
             if keyed is not None and tx != _ROLLBACK:
-                self._index_keys(
-                    topic, properties, result.physical_offset, result.store_timestamp, keyed
-                )
+                self._index_keys(topic, properties, result.physical_offset,
+                                 result.store_timestamp, keyed, message.hints)  # fmt: skip
         if keyed:
             assert self._index is not None
             self._index.add_many(keyed)

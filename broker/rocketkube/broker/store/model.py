@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, TypeAlias
 __all__ = [
     "AppendResult",
     "ArrivalListener",
+    "DispatchHints",
     "FlushTicket",
     "GetResult",
     "GetStatus",
@@ -41,13 +42,21 @@ ArrivalListener: TypeAlias = Callable[[str, int, int, list[int]], None]
 """Called once per append batch and queue: (topic, queue_id, new max offset, tags codes)."""
 
 
+class DispatchHints(NamedTuple):
+    """Properties the dispatcher needs, as the stored properties hold them (None: absent)."""
+
+    tags: str | None
+    keys: str | None
+    uniq_key: str | None
+
+
 @dataclass(slots=True)
 class InnerMessage:
     """One message to append.
 
     ``properties`` is the UTF-8 properties string (§6.2) as it will be stored; TAGS, KEYS,
-    UNIQ_KEY and DELAY are read from it for the consume queue and the index. Hosts are
-    packed (``ids.pack_host``: 8 bytes IPv4, 20 IPv6).
+    UNIQ_KEY and DELAY are read from it for the consume queue and the index, unless
+    ``hints`` gives them. Hosts are packed (``ids.pack_host``: 8 bytes IPv4, 20 IPv6).
     """
 
     topic: str
@@ -60,6 +69,9 @@ class InnerMessage:
     born_host: bytes = _IPV4_ANY
     reconsume_times: int = 0
     prepared_transaction_offset: int = 0
+    hints: DispatchHints | None = None
+    """TAGS, KEYS and UNIQ_KEY when the caller has ``properties`` decoded already (the
+    send path): the dispatcher then need not search the bytes for them."""
 
 
 class PutStatus(enum.StrEnum):
