@@ -6,14 +6,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from consuming import consume_until_all
 from routes import route_ids, wait_until_routed
 from waiting import wait_until
 
 from rocketkube.broker.app import BrokerApp
-from rocketkube.client.listener import ConsumeContext, ConsumeStatus
 from rocketkube.client.producer import Producer
-from rocketkube.client.push_consumer import PushConsumer
-from rocketkube.common.message.model import Message, MessageExt
+from rocketkube.common.message.model import Message
 from rocketkube.namesrv.app import NamesrvApp
 
 StartBroker = Callable[..., Awaitable[BrokerApp]]
@@ -40,17 +39,5 @@ async def test_consumers_read_from_the_slave_while_the_master_is_down(
     await master.stop()
     assert await route_ids(namesrv.address, topic) == {1}
 
-    received: dict[str, MessageExt] = {}
-
-    async def listener(messages: list[MessageExt], context: ConsumeContext) -> ConsumeStatus:
-        received.update((m.client_msg_id, m) for m in messages)
-        return ConsumeStatus.CONSUME_SUCCESS
-
-    consumer = PushConsumer(group, namesrv.address, consume_from="first", rebalance_interval=1.0,
-                            suspend_timeout=1.0, pull_error_delay=0.2,
-                            offset_store_dir=tmp_path / "offsets")  # fmt: skip
-    consumer.register_listener(listener)
-    await consumer.subscribe(topic)
-    async with consumer:
-        await wait_until(lambda: set(sent) <= set(received), "all 30 from the slave")
-    assert sorted(m.body for m in received.values()) == [b"f%02d" % i for i in range(30)]
+    bodies = await consume_until_all(namesrv.address, group, topic, sent, tmp_path / "offsets")
+    assert bodies == [b"f%02d" % i for i in range(30)]

@@ -7,14 +7,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from consuming import consume_until_all
 from routes import wait_until_routed
 from waiting import wait_until
 
 from rocketkube.broker.app import BrokerApp
-from rocketkube.client.listener import ConsumeContext, ConsumeStatus
 from rocketkube.client.producer import Producer
-from rocketkube.client.push_consumer import PushConsumer
-from rocketkube.common.message.model import Message, MessageExt
+from rocketkube.common.message.model import Message
 from rocketkube.namesrv.app import NamesrvApp
 
 StartBroker = Callable[..., Awaitable[BrokerApp]]
@@ -46,20 +45,11 @@ async def test_a_consumer_behind_the_memory_reads_from_the_slave_if_enabled(
     await slave.slave_sync.sync_once(master.address)  # the topic, without waiting 10 s
     await wait_until_routed(namesrv.address, topic, {0, 1})
 
-    received: dict[str, MessageExt] = {}
-
-    async def listener(messages: list[MessageExt], context: ConsumeContext) -> ConsumeStatus:
-        received.update((m.client_msg_id, m) for m in messages)
-        return ConsumeStatus.CONSUME_SUCCESS
-
-    consumer = PushConsumer(group, namesrv.address, consume_from="first", rebalance_interval=1.0,
-                            suspend_timeout=1.0, pull_error_delay=0.2, pull_batch_size=4,
-                            offset_store_dir=tmp_path / "offsets")  # fmt: skip
-    consumer.register_listener(listener)
-    await consumer.subscribe(topic)
-    async with consumer:
-        await wait_until(lambda: set(sent) <= set(received), "all 40 consumed")
-    assert sorted(m.body for m in received.values()) == [b"s%02d" % i for i in range(40)]
+    offsets = tmp_path / "offsets"
+    bodies = await consume_until_all(
+        namesrv.address, group, topic, sent, offsets, pull_batch_size=4
+    )
+    assert bodies == [b"s%02d" % i for i in range(40)]
     if slave_read:
         # the first pull of each queue went to the master, the rest to the slave
         assert slave_ctx.stats.get_total > 0
