@@ -126,12 +126,8 @@ class ConsumerCore:
         self.client = RemotingClient(
             handler, connect_timeout=request_timeout, timeout=request_timeout
         )
-        #: Broker name -> address to read from, from every route read so far: the master,
-        #: or while the route has none (it is down), its lowest-id slave.
-        self.brokers: dict[str, str] = {}
-        #: Broker names read from a slave now: pulls there do not commit offsets.
-        self.on_slave: set[str] = set()
-        #: Broker name -> {broker id: address}, as the last route read had it.
+        #: Broker name -> {broker id: address}, as the last route naming any of its
+        #: brokers had it (see :meth:`read_from`).
         self.broker_ids: dict[str, dict[int, str]] = {}
         #: Queue -> the broker id its last pull answer suggested, when not the master
         #: (a slave, for a consumer far behind on a ``slaveReadEnable`` broker).
@@ -149,19 +145,26 @@ class ConsumerCore:
         )
         if route is not None:
             for broker in route.broker_datas:
+                if not broker.broker_addrs:
+                    continue
                 name = broker.broker_name
+                before = self.read_from(name)
                 self.broker_ids[name] = dict(broker.broker_addrs)
-                if broker.master_addr:
-                    self.brokers[name] = broker.master_addr
-                    self.on_slave.discard(name)
-                elif broker.broker_addrs:
-                    slave = broker.broker_addrs[min(broker.broker_addrs)]
-                    if self.brokers.get(name) != slave:
-                        log.warning("broker %s has no master in the route: reading from its "
-                                    "slave %s", name, slave)  # fmt: skip
-                    self.brokers[name] = slave
-                    self.on_slave.add(name)
+                now = self.read_from(name)
+                if now is not None and now[1] and now != before:
+                    log.warning("broker %s has no master in the route: reading from its "
+                                "slave %s", name, now[0])  # fmt: skip
         return route
+
+    def read_from(self, name: str) -> tuple[str, bool] | None:
+        """Where to read broker ``name`` from, and whether that is a slave: its master, or
+        while the route has none (it is down), its lowest-id slave; ``None`` if unknown."""
+        ids = self.broker_ids.get(name)
+        if not ids:
+            return None
+        if MASTER_ID in ids:
+            return ids[MASTER_ID], False
+        return ids[min(ids)], True
 
     async def readable_queues(self, topic: str) -> list[MessageQueue]:
         """The readable queues of ``topic``; :class:`RouteNotFoundError` when it has no route."""
@@ -176,16 +179,25 @@ class ConsumerCore:
             if await self.fetch_route(topic) is None:
                 raise client_errors.RouteNotFoundError(f"no route for topic {topic!r}")
 
+    def _read_addrs(self) -> list[tuple[str, str]]:
+        """(name, :meth:`read_from` address) of every known broker, by name."""
+        found = ((name, self.read_from(name)) for name in sorted(self.broker_ids))
+        return [(name, where[0]) for name, where in found if where is not None]
+
     async def broker_addr(self, queue: MessageQueue) -> str:
-        """The address of ``queue``'s broker (see :attr:`brokers`), re-reading the route
+        """The address of ``queue``'s broker (see :meth:`read_from`), re-reading the route
         when unknown."""
-        addr = self.brokers.get(queue.broker_name)
-        if addr is None:
+        return (await self._read_addr(queue))[0]
+
+    async def _read_addr(self, queue: MessageQueue) -> tuple[str, bool]:
+        """:meth:`read_from` for ``queue``'s broker, re-reading the route when unknown."""
+        found = self.read_from(queue.broker_name)
+        if found is None:
             await self.fetch_route(queue.topic)
-            addr = self.brokers.get(queue.broker_name)
-            if addr is None:
+            found = self.read_from(queue.broker_name)
+            if found is None:
                 raise client_errors.RouteNotFoundError(f"no master for {queue.broker_name!r}")
-        return addr
+        return found
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -271,8 +283,7 @@ class ConsumerCore:
             addr = self.broker_ids.get(queue.broker_name, {}).get(wanted)
             if addr is not None:
                 return addr, True
-        addr = await self.broker_addr(queue)
-        return addr, queue.broker_name in self.on_slave
+        return await self._read_addr(queue)
 
     def _follow(self, queue: MessageQueue, suggested: str | None) -> None:
         """Remember the broker id a pull answer suggests for the queue's next pull."""
@@ -360,9 +371,10 @@ class ConsumerCore:
         route = await self.fetch_route(topic)
         names = sorted({b.broker_name for b in route.broker_datas}) if route else []
         for name in names:
-            addr = self.brokers.get(name)
-            if addr is None:
+            found = self.read_from(name)
+            if found is None:
                 continue
+            addr = found[0]
             header = GetConsumerListByGroupRequestHeader(consumer_group=self.group)
             try:
                 response = await self.call_addr(
@@ -377,7 +389,7 @@ class ConsumerCore:
     async def heartbeat(self, consumer: ConsumerData) -> None:
         """HEART_BEAT (34) declaring ``consumer`` to every known broker, best effort."""
         body = HeartbeatData(client_id=self.client_id, consumers=[consumer]).encode()
-        for name, addr in sorted(self.brokers.items()):
+        for name, addr in self._read_addrs():
             try:
                 await self.call_addr(addr, name, RequestCode.HEART_BEAT, body=body)
             except (client_errors.MQClientError, errors.RemotingError) as exc:
@@ -386,7 +398,7 @@ class ConsumerCore:
     async def unregister(self) -> None:
         """UNREGISTER_CLIENT (35) of this consumer from every known broker, best effort."""
         header = UnregisterClientRequestHeader(client_id=self.client_id, consumer_group=self.group)
-        for name, addr in sorted(self.brokers.items()):
+        for name, addr in self._read_addrs():
             try:
                 await self.call_addr(addr, name, RequestCode.UNREGISTER_CLIENT, header.encode())
             except (client_errors.MQClientError, errors.RemotingError) as exc:

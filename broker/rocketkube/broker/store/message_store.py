@@ -408,7 +408,7 @@ class MessageStore:
         total = 0
         scanned = 0
         removed = False
-        phys = log.max_offset
+        phys = log_end = log.max_offset
         for phys, size, tags in consume_queue.ENTRY.iter_unpack(entries):
             if offsets and (len(offsets) >= max_count or total + size > max_bytes):
                 break
@@ -433,7 +433,7 @@ class MessageStore:
             total += size
         result.next_begin_offset = offset + scanned
         # Java's test: how far the last entry read (kept or not) lies behind the log's end
-        result.suggest_pulling_from_slave = log.max_offset - phys > self._in_memory
+        result.suggest_pulling_from_slave = log_end - phys > self._in_memory
         result.buffers = [files[which].view[start:end] for start, end, which in spans]
         result.message_count = len(offsets)
         result.total_size = total
