@@ -8,10 +8,13 @@ import asyncio
 from collections.abc import Sequence
 from typing import cast
 
+from waiting import wait_until
+
 from rocketkube.common.remoting import frame
 from rocketkube.common.remoting.codes import ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
+from rocketkube.common.remoting.deferred import DeferredReply
 from rocketkube.common.remoting.dispatch import BatchingProcessor, Dispatcher
 from rocketkube.common.remoting.server import RemotingServer
 
@@ -25,6 +28,7 @@ class Log:
         self.served: list[str] = []
         self.observed: list[tuple[int, int | None]] = []
         self.pending: list[asyncio.Future[RemotingCommand | None]] = []
+        self.deferred: list[DeferredReply] = []
 
     def one(self, conn: Connection, req: RemotingCommand) -> Reply:
         self.served.append(f"one:{req.opaque}")
@@ -40,6 +44,9 @@ class Log:
         if req.ext_fields.get("future"):
             self.pending.append(asyncio.get_running_loop().create_future())
             return self.pending[-1]
+        if req.ext_fields.get("deferred"):
+            self.deferred.append(DeferredReply())
+            return self.deferred[-1]
         return RemotingCommand.response(remark=f"many:{req.opaque}")
 
     async def _later(self, req: RemotingCommand) -> RemotingCommand:
@@ -131,6 +138,24 @@ async def test_future_replies_of_a_run_are_observed_by_callback_when_resolved() 
     assert isinstance(failed.exception(), RuntimeError)
 
 
+def test_deferred_replies_of_a_run_are_observed_in_the_call_that_resolves_them() -> None:
+    """Deferred replies (a SYNC_FLUSH send's answer) are told to the observer as they are
+    resolved, without waiting for a loop turn, each once."""
+    log = Log()
+    reqs = requests(PUT, PUT, PUT)
+    for req in reqs[1:]:
+        req.ext_fields["deferred"] = "1"
+    replies = dispatcher(log).handle_many(NO_CONN, reqs)
+    assert replies[1:] == log.deferred
+    assert log.observed == [(PUT, 0)]
+    flushed, timed_out = log.deferred
+    timed_out.resolve(RemotingCommand.response(ResponseCode.FLUSH_DISK_TIMEOUT))
+    assert log.observed == [(PUT, 0), (PUT, ResponseCode.FLUSH_DISK_TIMEOUT)]
+    flushed.resolve(RemotingCommand.response())
+    flushed.resolve(RemotingCommand.response(ResponseCode.SYSTEM_ERROR))  # ignored
+    assert log.observed == [(PUT, 0), (PUT, ResponseCode.FLUSH_DISK_TIMEOUT), (PUT, 0)]
+
+
 class Client(asyncio.Protocol):
     def __init__(self) -> None:
         self.decoder = frame.FrameDecoder()
@@ -172,6 +197,34 @@ async def test_connection_answers_a_chunk_once_per_request() -> None:
     replies = await serve_chunk(dispatcher(log), reqs)
     assert [r.opaque for r in replies] == [1, 2, 3, 4, 5]
     assert [r.remark for r in replies] == ["many:1", "many:2", "other:3", "later:4", "many:5"]
+
+
+async def test_connection_answers_deferred_replies_when_resolved_in_one_write() -> None:
+    log = Log()
+    reqs = requests(PUT, PUT, PUT)
+    for req in reqs:
+        req.ext_fields["deferred"] = "1"
+    server = RemotingServer(dispatcher(log), "127.0.0.1", 0)
+    await server.start()
+    try:
+        transport, client = await asyncio.get_running_loop().create_connection(
+            Client, "127.0.0.1", server.port
+        )
+        transport.write(b"".join(frame.encode_bytes(r) for r in reqs))
+        await wait_until(lambda: len(log.deferred) == len(reqs), "every request served")
+        await asyncio.sleep(0.05)
+        assert client.replies == []  # nothing answered before it is resolved
+        for number, reply in enumerate(reversed(log.deferred)):
+            reply.resolve(RemotingCommand.response(remark=f"resolved {number}"))
+        await client.wait_for(len(reqs))
+        assert sorted((r.opaque, r.remark) for r in client.replies) == [
+            (1, "resolved 2"),
+            (2, "resolved 1"),
+            (3, "resolved 0"),
+        ]
+        transport.close()
+    finally:
+        await server.stop()
 
 
 class Broken:

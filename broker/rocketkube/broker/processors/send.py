@@ -81,12 +81,13 @@ from rocketkube.common.protocol.topic_config import TopicConfig
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import FLAG_RESPONSE, RemotingCommand
 from rocketkube.common.remoting.connection import Connection
+from rocketkube.common.remoting.deferred import DeferredReply
 from rocketkube.common.remoting.dispatch import BatchingProcessor, Processor
 from rocketkube.common.remoting.frame import ResponseTemplate
 
 __all__ = ["SendProcessor", "table"]
 
-Reply = RemotingCommand | asyncio.Future[RemotingCommand | None]
+Reply = RemotingCommand | DeferredReply
 
 #: Request version from which SEND's ``maxReconsumeTimes`` is honoured (V3_4_9).
 V3_4_9: Final = 121
@@ -156,7 +157,7 @@ class _Ready(NamedTuple):
     started: float
 
 
-_Waiting = tuple[asyncio.Future[RemotingCommand | None], PutResult, int, float]
+_Waiting = tuple[DeferredReply, PutResult, int, float]
 """A stored send waiting for its flush: (reply, put result, queue id, started)."""
 
 
@@ -491,7 +492,7 @@ class SendProcessor:
             if first:
                 self._schedule_count()
         if ready.wait_flush and (result.flush is not None or self._replicas is not None):
-            reply: asyncio.Future[RemotingCommand | None] = self._loop().create_future()
+            reply = DeferredReply()
             entry = (reply, result, ready.queue_id, ready.started)
             if waiting is None:
                 self._when_stored(result.flush, [entry])
@@ -505,14 +506,14 @@ class SendProcessor:
         timed out: FLUSH_DISK_TIMEOUT), then, on a SYNC_MASTER, once a slave has them
         (or not: FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE).
 
-        Futures resolved by one callback on the flush and one on the slave's
-        acknowledgement, not a task per send: thousands of sends wait on one fsync, and
-        the connection answers each when it resolves."""
+        Deferred replies resolved by one callback on the flush and one on the slave's
+        acknowledgement, not a task or a future per send: thousands of sends wait on one
+        fsync, and the connection answers each in the call that resolves it."""
 
         def answer(code: int) -> None:
+            stored = self._stored
             for reply, result, queue_id, started in waiting:
-                if not reply.done():
-                    reply.set_result(self._stored(code, result, queue_id, started))
+                reply.resolve(stored(code, result, queue_id, started))
 
         def flushed(status: PutStatus) -> None:
             if status is not PutStatus.PUT_OK:
@@ -527,10 +528,6 @@ class SendProcessor:
             flushed(PutStatus.PUT_OK)
         else:
             ticket.add_done_callback(flushed)
-
-    @staticmethod
-    def _loop() -> asyncio.AbstractEventLoop:
-        return asyncio.get_running_loop()
 
     def _schedule_count(self) -> None:
         """Count stored messages once per event loop turn, not per send: the Prometheus

@@ -8,7 +8,9 @@ while handling one received chunk are written in a single ``writelines``.
 
 A request handler returns a response, ``None`` (no response), or an awaitable of
 either; awaitables are answered when they finish, so slow requests (long polling,
-a group-committed flush) never block the ones pipelined behind them.
+a group-committed flush) never block the ones pipelined behind them. A
+:class:`~rocketkube.common.remoting.deferred.DeferredReply` is answered in the call
+that resolves it, without an event loop callback.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Protocol
 from rocketkube.common import errors
 from rocketkube.common.remoting import codes, frame
 from rocketkube.common.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
+from rocketkube.common.remoting.deferred import DeferredReply
 
 log = logging.getLogger(__name__)
 
@@ -296,6 +299,8 @@ class Connection(asyncio.Protocol):
     def _answer(self, request: RemotingCommand, reply: Reply) -> None:
         if reply is None or isinstance(reply, RemotingCommand):
             self._reply(request, reply)
+        elif isinstance(reply, DeferredReply):
+            reply.add_listener(lambda given: self._reply_if_open(request, given))
         else:
             future = asyncio.ensure_future(reply)
             future.add_done_callback(lambda done: self._reply_later(request, done))
@@ -306,7 +311,9 @@ class Connection(asyncio.Protocol):
         if done.cancelled():
             return
         exc = done.exception()
-        reply = _failure(request, exc) if exc is not None else done.result()
+        self._reply_if_open(request, _failure(request, exc) if exc is not None else done.result())
+
+    def _reply_if_open(self, request: RemotingCommand, reply: RemotingCommand | None) -> None:
         if self.is_open:
             self._reply(request, reply)
 

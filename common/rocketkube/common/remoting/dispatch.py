@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from rocketkube.common.remoting import codes
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
+from rocketkube.common.remoting.deferred import DeferredReply
 
 Processor = Callable[[Connection, RemotingCommand], Reply]
 #: Serves several requests at once: one reply per request, in order.
@@ -135,10 +136,16 @@ class Dispatcher:
     ) -> Awaitable[RemotingCommand | None]:
         """``reply``, told to the observer when it is done.
 
-        A future (thousands of SYNC_FLUSH sends wait on one flush) is observed by a done
-        callback; only coroutines are wrapped, which costs a task per reply."""
+        A deferred reply or a future (thousands of SYNC_FLUSH sends wait on one flush) is
+        observed by a listener or a done callback; only coroutines are wrapped, which costs
+        a task per reply."""
         observer = self._observer
         assert observer is not None
+        if isinstance(reply, DeferredReply):
+            reply.add_listener(
+                lambda given: observer(code, _code_of(given), time.perf_counter() - started, 1)
+            )
+            return reply
         if not isinstance(reply, asyncio.Future):
             return self._observed_coroutine(code, reply, started)
 

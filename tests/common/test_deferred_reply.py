@@ -1,0 +1,59 @@
+"""DeferredReply: listeners are told in the resolving call, once; it can be awaited."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.common.remoting.deferred import DeferredReply
+
+
+def test_listeners_are_told_in_the_resolving_call_and_once() -> None:
+    reply = DeferredReply()
+    told: list[tuple[str, RemotingCommand | None]] = []
+    reply.add_listener(lambda given: told.append(("first", given)))
+    reply.add_listener(lambda given: told.append(("second", given)))
+    assert not reply.done()
+    assert told == []
+    answer = RemotingCommand.response(remark="stored")
+    reply.resolve(answer)
+    assert told == [("first", answer), ("second", answer)]
+    reply.resolve(RemotingCommand.response(remark="again"))
+    assert told == [("first", answer), ("second", answer)]
+    assert reply.done()
+
+
+def test_a_listener_added_after_resolve_is_told_at_once() -> None:
+    reply = DeferredReply()
+    reply.resolve(None)
+    told: list[RemotingCommand | None] = [RemotingCommand.response()]
+    reply.add_listener(lambda given: told.__setitem__(0, given))
+    assert told == [None]
+
+
+def test_a_failing_listener_is_logged_and_the_others_are_told(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reply = DeferredReply()
+    told: list[RemotingCommand | None] = []
+
+    def broken(_: RemotingCommand | None) -> None:
+        raise RuntimeError("listener broke")
+
+    reply.add_listener(broken)
+    reply.add_listener(told.append)
+    with caplog.at_level(logging.ERROR):
+        reply.resolve(None)
+    assert told == [None]
+    assert "a reply listener failed" in caplog.text
+
+
+async def test_it_can_be_awaited_before_and_after_it_is_resolved() -> None:
+    reply = DeferredReply()
+    answer = RemotingCommand.response(remark="later")
+    asyncio.get_running_loop().call_later(0.01, reply.resolve, answer)
+    assert await asyncio.wait_for(reply, 10) is answer
+    assert await reply is answer
