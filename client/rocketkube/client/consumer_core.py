@@ -7,7 +7,8 @@ every broker it learned from routes, and speaks the consumer requests:
 - PULL_MESSAGE (11, §3.4), header and answer from :mod:`rocketkube.client.pull`;
 - offsets (§3.5): QUERY (14), UPDATE (15), GET_MAX/MIN (30/31), SEARCH_BY_TIMESTAMP (29),
   and the first offset of a queue a group never committed (:meth:`ConsumerCore.first_offset`);
-- GET_CONSUMER_LIST_BY_GROUP (38), HEART_BEAT (34, §5.3), UNREGISTER_CLIENT (35).
+- GET_CONSUMER_LIST_BY_GROUP (38), HEART_BEAT (34, §5.3), UNREGISTER_CLIENT (35); the
+  last two to every broker of the routes, slaves included, as Java's client does.
 
 Requests to a queue go to the master of its broker; an error code raises the matching
 :class:`~rocketkube.client.errors.MQBrokerError` unless the caller accepts it.
@@ -15,6 +16,7 @@ Requests to a queue go to the master of its broker; an error code raises the mat
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import uuid
@@ -178,11 +180,6 @@ class ConsumerCore:
         for topic in sorted(set(topics)):
             if await self.fetch_route(topic) is None:
                 raise client_errors.RouteNotFoundError(f"no route for topic {topic!r}")
-
-    def _read_addrs(self) -> list[tuple[str, str]]:
-        """(name, :meth:`read_from` address) of every known broker, by name."""
-        found = ((name, self.read_from(name)) for name in sorted(self.broker_ids))
-        return [(name, where[0]) for name, where in found if where is not None]
 
     async def broker_addr(self, queue: MessageQueue) -> str:
         """The address of ``queue``'s broker (see :meth:`read_from`), re-reading the route
@@ -389,17 +386,37 @@ class ConsumerCore:
     async def heartbeat(self, consumer: ConsumerData) -> None:
         """HEART_BEAT (34) declaring ``consumer`` to every known broker, best effort."""
         body = HeartbeatData(client_id=self.client_id, consumers=[consumer]).encode()
-        for name, addr in self._read_addrs():
-            try:
-                await self.call_addr(addr, name, RequestCode.HEART_BEAT, body=body)
-            except (client_errors.MQClientError, errors.RemotingError) as exc:
-                log.warning("heartbeat to %s failed: %s", name, exc)
+        await self._to_every_broker(
+            "heartbeat", RequestCode.HEART_BEAT, None, body, logging.WARNING
+        )
 
     async def unregister(self) -> None:
         """UNREGISTER_CLIENT (35) of this consumer from every known broker, best effort."""
         header = UnregisterClientRequestHeader(client_id=self.client_id, consumer_group=self.group)
-        for name, addr in self._read_addrs():
+        await self._to_every_broker(
+            "unregister", RequestCode.UNREGISTER_CLIENT, header.encode(), b"", logging.DEBUG
+        )
+
+    async def _to_every_broker(
+        self, what: str, code: int, header: dict[str, str] | None, body: bytes, level: int
+    ) -> None:
+        """Request ``code`` (``what``, for the log) to every broker of the known routes,
+        masters and slaves, at once.
+
+        Slaves too, as Java's ``sendHeartbeatToAllBroker``: while a master is down, the
+        group's consumers read and rebalance through its slave, which must already know
+        them, not learn of them one heartbeat interval later. A broker that does not answer
+        delays no other; its failure is logged at ``level``."""
+
+        async def one(name: str, addr: str) -> None:
             try:
-                await self.call_addr(addr, name, RequestCode.UNREGISTER_CLIENT, header.encode())
+                await self.call_addr(addr, name, code, header, body)
             except (client_errors.MQClientError, errors.RemotingError) as exc:
-                log.debug("unregister from %s failed: %s", name, exc)
+                log.log(level, "%s to %s (%s) failed: %s", what, name, addr, exc)
+
+        targets = [
+            (name, addr)
+            for name in sorted(self.broker_ids)
+            for _, addr in sorted(self.broker_ids[name].items())
+        ]
+        await asyncio.gather(*(one(name, addr) for name, addr in targets))
