@@ -5,6 +5,8 @@ observer of each request; the connection answers every request exactly once."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import types
 from collections.abc import Sequence
 from typing import cast
 
@@ -222,6 +224,42 @@ async def test_connection_answers_deferred_replies_when_resolved_in_one_write() 
             (2, "resolved 1"),
             (3, "resolved 0"),
         ]
+        transport.close()
+    finally:
+        await server.stop()
+
+
+class Holding:
+    """A handler answering later, that keeps the requests it got."""
+
+    def __init__(self) -> None:
+        self.requests: list[RemotingCommand] = []
+        self.replies: list[DeferredReply] = []
+
+    def handle(self, conn: Connection, req: RemotingCommand) -> Reply:
+        self.requests.append(req)
+        self.replies.append(DeferredReply())
+        return self.replies[-1]
+
+
+async def test_a_deferred_reply_does_not_keep_its_request_alive() -> None:
+    """While thousands of sends wait for a flush, their requests (header fields, a view of
+    the received chunk) must not be held by the connection waiting to answer them."""
+    handler = Holding()
+    server = RemotingServer(handler, "127.0.0.1", 0)
+    await server.start()
+    try:
+        transport, client = await asyncio.get_running_loop().create_connection(
+            Client, "127.0.0.1", server.port
+        )
+        transport.write(frame.encode_bytes(requests(OTHER)[0]))
+        await wait_until(lambda: len(handler.requests) == 1, "the request served")
+        (request,) = handler.requests
+        holders = [r for r in gc.get_referrers(request) if r is not handler.requests]
+        assert not [h for h in holders if isinstance(h, types.CellType)]
+        handler.replies[0].resolve(RemotingCommand.response(remark="answered"))
+        await client.wait_for(1)
+        assert (client.replies[0].opaque, client.replies[0].remark) == (1, "answered")
         transport.close()
     finally:
         await server.stop()

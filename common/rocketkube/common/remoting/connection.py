@@ -300,7 +300,10 @@ class Connection(asyncio.Protocol):
         if reply is None or isinstance(reply, RemotingCommand):
             self._reply(request, reply)
         elif isinstance(reply, DeferredReply):
-            reply.add_listener(lambda given: self._reply_if_open(request, given))
+            # Only what answering needs is kept: the request holds its header fields and a
+            # view of the whole received chunk, thousands of them while a flush runs.
+            opaque, flag, serialize = request.opaque, request.flag, request.serialize_type
+            reply.add_listener(lambda given: self._reply_to(opaque, flag, serialize, given))
         else:
             future = asyncio.ensure_future(reply)
             future.add_done_callback(lambda done: self._reply_later(request, done))
@@ -311,31 +314,37 @@ class Connection(asyncio.Protocol):
         if done.cancelled():
             return
         exc = done.exception()
-        self._reply_if_open(request, _failure(request, exc) if exc is not None else done.result())
-
-    def _reply_if_open(self, request: RemotingCommand, reply: RemotingCommand | None) -> None:
+        reply = _failure(request, exc) if exc is not None else done.result()
         if self.is_open:
             self._reply(request, reply)
 
     def _reply(self, request: RemotingCommand, reply: RemotingCommand | None) -> None:
-        if reply is None or request.flag & FLAG_ONEWAY:
+        self._reply_to(request.opaque, request.flag, request.serialize_type, reply)
+
+    def _reply_to(
+        self,
+        opaque: int,
+        request_flag: int,
+        serialize: codes.SerializeType,
+        reply: RemotingCommand | None,
+    ) -> None:
+        """Answer the request of ``opaque``, in its serialization; dropped when the
+        connection is closed."""
+        if reply is None or request_flag & FLAG_ONEWAY:
             return
-        if (
-            isinstance(reply, frame.TemplatedResponse)
-            and request.serialize_type is codes.SerializeType.JSON
-        ):
-            data = reply.json_frame(request.opaque)
+        if isinstance(reply, frame.TemplatedResponse) and serialize is codes.SerializeType.JSON:
+            data = reply.json_frame(opaque)
             outbox = self._outbox
             if outbox is not None and self._receiving:
                 outbox.append(data)  # amid a received chunk: open, and its time just taken
             else:
                 self._queue_frame(data)
             return
-        reply.opaque = request.opaque
+        reply.opaque = opaque
         reply.flag |= FLAG_RESPONSE
         # Answer in the request's serialization: JSON-only clients (C++, ali-ons) always
         # speak JSON, so they always get JSON back.
-        reply.serialize_type = request.serialize_type
+        reply.serialize_type = serialize
         try:
             self.send(reply)
         except errors.RemotingError:
