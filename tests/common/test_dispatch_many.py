@@ -14,9 +14,9 @@ from waiting import wait_until
 
 from rocketkube.common.remoting import frame
 from rocketkube.common.remoting.codes import ResponseCode
-from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.common.remoting.command import FLAG_ONEWAY, RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
-from rocketkube.common.remoting.deferred import DeferredReply
+from rocketkube.common.remoting.deferred import DeferredGroup, DeferredReply
 from rocketkube.common.remoting.dispatch import BatchingProcessor, Dispatcher
 from rocketkube.common.remoting.server import RemotingServer
 
@@ -31,6 +31,8 @@ class Log:
         self.observed: list[tuple[int, int | None]] = []
         self.pending: list[asyncio.Future[RemotingCommand | None]] = []
         self.deferred: list[DeferredReply] = []
+        self.groups: list[DeferredGroup] = []
+        self.members: list[DeferredReply] = []
 
     def one(self, conn: Connection, req: RemotingCommand) -> Reply:
         self.served.append(f"one:{req.opaque}")
@@ -38,6 +40,7 @@ class Log:
 
     def many(self, conn: Connection, reqs: Sequence[RemotingCommand]) -> list[Reply]:
         self.served.append("many:" + ",".join(str(r.opaque) for r in reqs))
+        self.groups.append(DeferredGroup())
         return [self._many_reply(r) for r in reqs]
 
     def _many_reply(self, req: RemotingCommand) -> Reply:
@@ -49,6 +52,9 @@ class Log:
         if req.ext_fields.get("deferred"):
             self.deferred.append(DeferredReply())
             return self.deferred[-1]
+        if req.ext_fields.get("grouped"):  # answered with the others of its run, later
+            self.members.append(self.groups[-1].member())
+            return self.members[-1]
         return RemotingCommand.response(remark=f"many:{req.opaque}")
 
     async def _later(self, req: RemotingCommand) -> RemotingCommand:
@@ -158,6 +164,27 @@ def test_deferred_replies_of_a_run_are_observed_in_the_call_that_resolves_them()
     assert log.observed == [(PUT, 0), (PUT, ResponseCode.FLUSH_DISK_TIMEOUT), (PUT, 0)]
 
 
+def test_members_of_a_group_are_observed_once_per_result_when_it_is_resolved() -> None:
+    log = Log()
+    reqs = requests(PUT, PUT_V2, PUT, PUT)
+    for req in reqs[1:]:
+        req.ext_fields["grouped"] = "1"
+    replies = dispatcher(log).handle_many(NO_CONN, reqs)
+    assert log.observed == [(PUT, 0)]
+    (group,) = log.groups
+    members = log.members
+    assert replies[1:] == members
+    timeout = ResponseCode.FLUSH_DISK_TIMEOUT
+    group.resolve(
+        [
+            (members[0], RemotingCommand.response()),
+            (members[1], RemotingCommand.response(timeout)),
+            (members[2], RemotingCommand.response()),
+        ]
+    )
+    assert sorted(log.observed) == [(PUT, 0), (PUT, 0), (PUT, timeout), (PUT_V2, 0)]
+
+
 class Client(asyncio.Protocol):
     def __init__(self) -> None:
         self.decoder = frame.FrameDecoder()
@@ -223,6 +250,41 @@ async def test_connection_answers_deferred_replies_when_resolved_in_one_write() 
             (1, "resolved 2"),
             (2, "resolved 1"),
             (3, "resolved 0"),
+        ]
+        transport.close()
+    finally:
+        await server.stop()
+
+
+async def test_connection_answers_a_group_when_it_is_resolved_but_not_its_oneway_member() -> None:
+    log = Log()
+    reqs = requests(PUT, PUT, PUT, PUT)
+    for req in reqs[1:]:
+        req.ext_fields["grouped"] = "1"
+    reqs[2].flag |= FLAG_ONEWAY
+    server = RemotingServer(dispatcher(log), "127.0.0.1", 0)
+    await server.start()
+    try:
+        transport, client = await asyncio.get_running_loop().create_connection(
+            Client, "127.0.0.1", server.port
+        )
+        transport.write(b"".join(frame.encode_bytes(r) for r in reqs))
+        await client.wait_for(1)
+        await asyncio.sleep(0.05)
+        assert [(r.opaque, r.remark) for r in client.replies] == [(1, "many:1")]
+        (group,) = log.groups
+        group.resolve(
+            [
+                (m, RemotingCommand.response(remark=f"flushed {n}"))
+                for n, m in enumerate(log.members)
+            ]
+        )
+        await client.wait_for(3)
+        await asyncio.sleep(0.05)  # nothing more may come
+        assert [(r.opaque, r.remark) for r in client.replies] == [
+            (1, "many:1"),
+            (2, "flushed 0"),
+            (4, "flushed 2"),
         ]
         transport.close()
     finally:

@@ -81,7 +81,7 @@ from rocketkube.common.protocol.topic_config import TopicConfig
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import FLAG_RESPONSE, RemotingCommand
 from rocketkube.common.remoting.connection import Connection
-from rocketkube.common.remoting.deferred import DeferredReply
+from rocketkube.common.remoting.deferred import DeferredGroup, DeferredReply
 from rocketkube.common.remoting.dispatch import BatchingProcessor, Processor
 from rocketkube.common.remoting.frame import ResponseTemplate
 
@@ -235,20 +235,21 @@ class SendProcessor:
             result = put(messages)
             if result.status is PutStatus.PUT_OK or result.appended:
                 appended = result.appended
+                group = DeferredGroup()
                 waiting: list[_Waiting] = []
                 at = 0
                 for i, one in ready:
                     end = at + len(one.messages)
                     part = PutResult(result.status, appended[at:end], result.flush, result.error)
-                    replies[i] = self._answer(part, one, waiting)
+                    replies[i] = self._answer(part, one, group, waiting)
                     at = end
                 if waiting:
-                    self._when_stored(result.flush, waiting)
+                    self._when_stored(result.flush, group, waiting)
                 return replies
             # Refused before anything was written (an illegal message, a full segment):
             # store each on its own, so only the offending send fails.
         for i, one in ready:
-            replies[i] = self._answer(put(one.messages), one)
+            replies[i] = self._answer_alone(put(one.messages), one)
         return replies
 
     # -- the path ----------------------------------------------------------------------
@@ -257,7 +258,7 @@ class SendProcessor:
         prepared = self._prepare(conn, req, v2)
         if isinstance(prepared, RemotingCommand):
             return prepared
-        return self._answer(self._store.put_messages(prepared.messages), prepared)
+        return self._answer_alone(self._store.put_messages(prepared.messages), prepared)
 
     def _prepare(
         self, conn: Connection, req: RemotingCommand, v2: bool
@@ -467,11 +468,21 @@ class SendProcessor:
 
     # -- answers -----------------------------------------------------------------------
 
+    def _answer_alone(self, result: PutResult, ready: _Ready) -> Reply:
+        """:meth:`_answer` for a send stored on its own."""
+        group = DeferredGroup()
+        waiting: list[_Waiting] = []
+        reply = self._answer(result, ready, group, waiting)
+        if waiting:
+            self._when_stored(result.flush, group, waiting)
+        return reply
+
     def _answer(
-        self, result: PutResult, ready: _Ready, waiting: list[_Waiting] | None = None
+        self, result: PutResult, ready: _Ready, group: DeferredGroup, waiting: list[_Waiting]
     ) -> Reply:
-        """The response to a stored send; one waiting for the flush is added to ``waiting``
-        when given (the caller registers them all on the flush at once)."""
+        """The response to a stored send; one that waits for the flush is a member of
+        ``group``, added to ``waiting`` (the caller registers them all on the flush at
+        once)."""
         if result.status is not PutStatus.PUT_OK:
             code, remark = _PUT_FAILURES.get(
                 result.status, (ResponseCode.SYSTEM_ERROR, str(result.status))
@@ -492,28 +503,25 @@ class SendProcessor:
             if first:
                 self._schedule_count()
         if ready.wait_flush and (result.flush is not None or self._replicas is not None):
-            reply = DeferredReply()
-            entry = (reply, result, ready.queue_id, ready.started)
-            if waiting is None:
-                self._when_stored(result.flush, [entry])
-            else:
-                waiting.append(entry)
+            reply = group.member()
+            waiting.append((reply, result, ready.queue_id, ready.started))
             return reply
         return self._stored(ResponseCode.SUCCESS, result, ready.queue_id, ready.started)
 
-    def _when_stored(self, ticket: FlushTicket | None, waiting: list[_Waiting]) -> None:
+    def _when_stored(
+        self, ticket: FlushTicket | None, group: DeferredGroup, waiting: list[_Waiting]
+    ) -> None:
         """Answer the waiting sends once the group commit covering them is on disk (or
         timed out: FLUSH_DISK_TIMEOUT), then, on a SYNC_MASTER, once a slave has them
         (or not: FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE).
 
-        Deferred replies resolved by one callback on the flush and one on the slave's
-        acknowledgement, not a task or a future per send: thousands of sends wait on one
-        fsync, and the connection answers each in the call that resolves it."""
+        The group of deferred replies is resolved by one callback on the flush and one on
+        the slave's acknowledgement, not a task or a future per send: thousands of sends
+        wait on one fsync, and the connection answers them in the call that resolves it."""
 
         def answer(code: int) -> None:
             stored = self._stored
-            for reply, result, queue_id, started in waiting:
-                reply.resolve(stored(code, result, queue_id, started))
+            group.resolve([(r, stored(code, put, q, started)) for r, put, q, started in waiting])
 
         def flushed(status: PutStatus) -> None:
             if status is not PutStatus.PUT_OK:

@@ -16,6 +16,7 @@ that resolves it, without an event loop callback.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import math
@@ -26,11 +27,15 @@ from typing import Protocol
 from rocketkube.common import errors
 from rocketkube.common.remoting import codes, frame
 from rocketkube.common.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
-from rocketkube.common.remoting.deferred import DeferredReply
+from rocketkube.common.remoting.deferred import DeferredGroup, DeferredReply
 
 log = logging.getLogger(__name__)
 
 Reply = RemotingCommand | None | Awaitable[RemotingCommand | None]
+
+# A group member waiting to be answered: the reply, and the request's opaque, flag and
+# serialization (only what answering needs: see Connection._answer).
+_Held = tuple[DeferredReply, int, int, codes.SerializeType]
 
 
 class RequestHandler(Protocol):
@@ -65,7 +70,9 @@ class Connection(asyncio.Protocol):
         self._opaque = itertools.count(1)
         self._transport: asyncio.Transport | None = None
         self._outbox: list[bytes | bytearray | memoryview] | None = None
-        self._receiving = False
+        # Answers made meanwhile join one outbox, written when the batch ends (a received
+        # chunk served, a resolved group answered).
+        self._batching = False
         self._last_io = 0.0
         self._idle_timer: asyncio.TimerHandle | None = None
         self._loop = asyncio.get_running_loop()
@@ -92,7 +99,7 @@ class Connection(asyncio.Protocol):
             log.warning("closing connection from %s: %s", self.remote_address, exc)
             self.abort()
             return
-        self._receiving = True
+        self._batching = True
         try:
             requests: list[RemotingCommand] = []
             for cmd in commands:
@@ -105,7 +112,7 @@ class Connection(asyncio.Protocol):
             elif requests:
                 self._serve_many(requests)
         finally:
-            self._receiving = False
+            self._batching = False
             self._flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -158,7 +165,7 @@ class Connection(asyncio.Protocol):
         outbox = self._outbox
         if outbox is None:
             outbox = self._outbox = []
-            if not self._receiving:
+            if not self._batching:
                 self._loop.call_soon(self._flush)
         return outbox
 
@@ -293,8 +300,36 @@ class Connection(asyncio.Protocol):
             for request in requests:
                 self._reply(request, _failure(request, exc))
             return
+        groups: dict[DeferredGroup, list[_Held]] | None = None
         for request, reply in zip(requests, replies, strict=True):
-            self._answer(request, reply)
+            if type(reply) is not DeferredReply or reply.group is None:
+                self._answer(request, reply)
+                continue
+            group = reply.group
+            if groups is None:
+                groups = {}
+            held = groups.get(group)
+            if held is None:
+                held = groups[group] = []
+            held.append((reply, request.opaque, request.flag, request.serialize_type))
+        if groups is not None:
+            for group, held in groups.items():
+                group.add_listener(functools.partial(self._answer_held, held))
+
+    def _answer_held(self, held: list[_Held]) -> None:
+        """Answer resolved group members at once: one outbox, one write."""
+        if not self.is_open:
+            log.debug("could not answer %s: connection closed", self.remote_address)
+            return
+        outer = self._batching  # resolved amid a received chunk: its outbox takes them
+        self._batching = True
+        try:
+            for reply, opaque, flag, serialize in held:
+                self._reply_to(opaque, flag, serialize, reply.result())
+        finally:
+            if not outer:
+                self._batching = False
+                self._flush()
 
     def _answer(self, request: RemotingCommand, reply: Reply) -> None:
         if reply is None or isinstance(reply, RemotingCommand):
@@ -335,8 +370,8 @@ class Connection(asyncio.Protocol):
         if isinstance(reply, frame.TemplatedResponse) and serialize is codes.SerializeType.JSON:
             data = reply.json_frame(opaque)
             outbox = self._outbox
-            if outbox is not None and self._receiving:
-                outbox.append(data)  # amid a received chunk: open, and its time just taken
+            if outbox is not None and self._batching:
+                outbox.append(data)  # amid a batch: open, and its time just taken
             else:
                 self._queue_frame(data)
             return

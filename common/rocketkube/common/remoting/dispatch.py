@@ -13,6 +13,7 @@ by one, in arrival order.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from rocketkube.common.remoting import codes
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
-from rocketkube.common.remoting.deferred import DeferredReply
+from rocketkube.common.remoting.deferred import DeferredGroup, DeferredReply
 
 Processor = Callable[[Connection, RemotingCommand], Reply]
 #: Serves several requests at once: one reply per request, in order.
@@ -116,19 +117,32 @@ class Dispatcher:
         observer = self._observer
         if observer is None:
             return replies
-        # Each request is told its share of the run's time; answered ones in one tally.
+        # Each request is told its share of the run's time; answered ones in one tally,
+        # members of a deferred group in one tally when the group is resolved.
         share = (time.perf_counter() - started) / len(run)
         observed: list[Reply] = []
         tally: dict[tuple[int, int | None], int] = {}
+        groups: dict[DeferredGroup, list[tuple[int, DeferredReply]]] | None = None
         for request, reply in zip(run, replies, strict=True):
             if reply is None or isinstance(reply, RemotingCommand):
                 key = (request.code, None if reply is None else reply.code)
                 tally[key] = tally.get(key, 0) + 1
                 observed.append(reply)
+            elif type(reply) is DeferredReply and reply.group is not None:
+                if groups is None:
+                    groups = {}
+                members = groups.get(reply.group)
+                if members is None:
+                    members = groups[reply.group] = []
+                members.append((request.code, reply))
+                observed.append(reply)
             else:
                 observed.append(self._observed(request.code, reply, started))
         for (code, result), count in tally.items():
             observer(code, result, share, count)
+        if groups is not None:
+            for group, members in groups.items():
+                group.add_listener(functools.partial(_tell_group, observer, members, started))
         return observed
 
     def _observed(
@@ -180,6 +194,19 @@ def _failed(exc: Exception) -> asyncio.Future[RemotingCommand | None]:
     future: asyncio.Future[RemotingCommand | None] = asyncio.get_running_loop().create_future()
     future.set_exception(exc)
     return future
+
+
+def _tell_group(
+    observer: RequestObserver, members: list[tuple[int, DeferredReply]], started: float
+) -> None:
+    """Tell the observer of a resolved group's members: once per distinct result."""
+    seconds = time.perf_counter() - started
+    tally: dict[tuple[int, int | None], int] = {}
+    for code, reply in members:
+        key = (code, _code_of(reply.result()))
+        tally[key] = tally.get(key, 0) + 1
+    for (code, result), count in tally.items():
+        observer(code, result, seconds, count)
 
 
 def _code_of(reply: object) -> int | None:
