@@ -70,11 +70,11 @@ def test_a_group_gives_each_member_its_reply_then_tells_its_listeners_once() -> 
     with pytest.raises(asyncio.InvalidStateError):
         first.result()
     one, two = RemotingCommand.response(remark="one"), RemotingCommand.response(remark="two")
-    group.resolve([(second, two), (first, one)])
+    group.resolve([second, first], [two, one])
     assert told == ["member one", f"group {one} {two}"]
     assert group.done()
     assert (first.result(), second.result()) == (one, two)
-    group.resolve([(first, two), (second, one)])  # ignored
+    group.resolve([first, second], [two, one])  # ignored
     assert first.result() is one
     late: list[bool] = []
     group.add_listener(lambda: late.append(True))
@@ -84,10 +84,10 @@ def test_a_group_gives_each_member_its_reply_then_tells_its_listeners_once() -> 
 def test_a_group_refuses_replies_that_do_not_match_its_members() -> None:
     group, other = DeferredGroup(), DeferredGroup()
     member, _, stranger = group.member(), group.member(), other.member()
-    with pytest.raises(ValueError, match="1 replies given to a group of 2"):
-        group.resolve([(member, None)])
+    with pytest.raises(ValueError, match="1 members and 1 replies given to a group of 2"):
+        group.resolve([member], [None])
     with pytest.raises(ValueError, match="another group"):
-        other.resolve([(member, None)])
+        other.resolve([member], [None])
     assert [r.done() for r in (member, stranger, group, other)] == [False] * 4
 
 
@@ -104,6 +104,6 @@ def test_a_failing_group_listener_is_logged_and_the_others_are_told(
     group.add_listener(broken)
     group.add_listener(lambda: told.append(member.result()))
     with caplog.at_level(logging.ERROR):
-        group.resolve([(member, None)])
+        group.resolve([member], [None])
     assert told == [None]
     assert "a reply listener failed" in caplog.text

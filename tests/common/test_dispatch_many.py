@@ -176,11 +176,12 @@ def test_members_of_a_group_are_observed_once_per_result_when_it_is_resolved() -
     assert replies[1:] == members
     timeout = ResponseCode.FLUSH_DISK_TIMEOUT
     group.resolve(
+        members,
         [
-            (members[0], RemotingCommand.response()),
-            (members[1], RemotingCommand.response(timeout)),
-            (members[2], RemotingCommand.response()),
-        ]
+            RemotingCommand.response(),
+            RemotingCommand.response(timeout),
+            RemotingCommand.response(),
+        ],
     )
     assert sorted(log.observed) == [(PUT, 0), (PUT, 0), (PUT, timeout), (PUT_V2, 0)]
 
@@ -274,10 +275,8 @@ async def test_connection_answers_a_group_when_it_is_resolved_but_not_its_oneway
         assert [(r.opaque, r.remark) for r in client.replies] == [(1, "many:1")]
         (group,) = log.groups
         group.resolve(
-            [
-                (m, RemotingCommand.response(remark=f"flushed {n}"))
-                for n, m in enumerate(log.members)
-            ]
+            log.members,
+            [RemotingCommand.response(remark=f"flushed {n}") for n in range(len(log.members))],
         )
         await client.wait_for(3)
         await asyncio.sleep(0.05)  # nothing more may come

@@ -33,9 +33,18 @@ log = logging.getLogger(__name__)
 
 Reply = RemotingCommand | None | Awaitable[RemotingCommand | None]
 
-# A group member waiting to be answered: the reply, and the request's opaque, flag and
-# serialization (only what answering needs: see Connection._answer).
-_Held = tuple[DeferredReply, int, int, codes.SerializeType]
+
+class _Held:
+    """A group's members waiting to be answered, with what answering needs of their
+    requests (see :meth:`Connection._answer`), in parallel lists: a tuple per member,
+    alive until a flush, made young garbage collections frequent."""
+
+    __slots__ = ("opaques", "replies", "serializations")
+
+    def __init__(self) -> None:
+        self.replies: list[DeferredReply] = []
+        self.opaques: list[int] = []
+        self.serializations: list[codes.SerializeType] = []
 
 
 class RequestHandler(Protocol):
@@ -300,23 +309,26 @@ class Connection(asyncio.Protocol):
             for request in requests:
                 self._reply(request, _failure(request, exc))
             return
-        groups: dict[DeferredGroup, list[_Held]] | None = None
+        groups: dict[DeferredGroup, _Held] | None = None
         for request, reply in zip(requests, replies, strict=True):
             if type(reply) is not DeferredReply or reply.group is None:
                 self._answer(request, reply)
                 continue
-            group = reply.group
+            if request.flag & FLAG_ONEWAY:
+                continue  # nothing to answer
             if groups is None:
                 groups = {}
-            held = groups.get(group)
+            held = groups.get(reply.group)
             if held is None:
-                held = groups[group] = []
-            held.append((reply, request.opaque, request.flag, request.serialize_type))
+                held = groups[reply.group] = _Held()
+            held.replies.append(reply)
+            held.opaques.append(request.opaque)
+            held.serializations.append(request.serialize_type)
         if groups is not None:
             for group, held in groups.items():
                 group.add_listener(functools.partial(self._answer_held, held))
 
-    def _answer_held(self, held: list[_Held]) -> None:
+    def _answer_held(self, held: _Held) -> None:
         """Answer resolved group members at once: one outbox, one write."""
         if not self.is_open:
             log.debug("could not answer %s: connection closed", self.remote_address)
@@ -324,8 +336,11 @@ class Connection(asyncio.Protocol):
         outer = self._batching  # resolved amid a received chunk: its outbox takes them
         self._batching = True
         try:
-            for reply, opaque, flag, serialize in held:
-                self._reply_to(opaque, flag, serialize, reply.result())
+            reply_to = self._reply_to
+            for reply, opaque, serialize in zip(
+                held.replies, held.opaques, held.serializations, strict=True
+            ):
+                reply_to(opaque, 0, serialize, reply.result())
         finally:
             if not outer:
                 self._batching = False

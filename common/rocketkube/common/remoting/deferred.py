@@ -118,16 +118,21 @@ class DeferredGroup:
         else:
             self._listeners.append(listener)
 
-    def resolve(self, given: Sequence[tuple[DeferredReply, RemotingCommand | None]]) -> None:
-        """Give each member its reply, then tell the group's listeners; later calls are
-        ignored. Every member is given one, in any order."""
+    def resolve(
+        self, members: Sequence[DeferredReply], replies: Sequence[RemotingCommand | None]
+    ) -> None:
+        """Give each member the reply at its place in ``replies``, then tell the group's
+        listeners; later calls are ignored. Every member is given one, in any order."""
         if self._resolved:
             return
-        if len(given) != self._size:
-            raise ValueError(f"{len(given)} replies given to a group of {self._size}")
-        for member, reply in given:
-            if member.group is not self:
-                raise ValueError("a reply of another group was given")
+        if len(members) != self._size or len(replies) != self._size:
+            raise ValueError(
+                f"{len(members)} members and {len(replies)} replies given to a group of "
+                f"{self._size}"
+            )
+        if any(member.group is not self for member in members):
+            raise ValueError("a member of another group was given")
+        for member, reply in zip(members, replies, strict=True):
             member.resolve(reply)
         self._resolved = True
         listeners, self._listeners = self._listeners, []

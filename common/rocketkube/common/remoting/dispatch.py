@@ -122,7 +122,7 @@ class Dispatcher:
         share = (time.perf_counter() - started) / len(run)
         observed: list[Reply] = []
         tally: dict[tuple[int, int | None], int] = {}
-        groups: dict[DeferredGroup, list[tuple[int, DeferredReply]]] | None = None
+        groups: dict[tuple[DeferredGroup, int], list[DeferredReply]] | None = None
         for request, reply in zip(run, replies, strict=True):
             if reply is None or isinstance(reply, RemotingCommand):
                 key = (request.code, None if reply is None else reply.code)
@@ -131,18 +131,19 @@ class Dispatcher:
             elif type(reply) is DeferredReply and reply.group is not None:
                 if groups is None:
                     groups = {}
-                members = groups.get(reply.group)
+                slot = (reply.group, request.code)
+                members = groups.get(slot)
                 if members is None:
-                    members = groups[reply.group] = []
-                members.append((request.code, reply))
+                    members = groups[slot] = []
+                members.append(reply)
                 observed.append(reply)
             else:
                 observed.append(self._observed(request.code, reply, started))
         for (code, result), count in tally.items():
             observer(code, result, share, count)
         if groups is not None:
-            for group, members in groups.items():
-                group.add_listener(functools.partial(_tell_group, observer, members, started))
+            for (group, code), members in groups.items():
+                group.add_listener(functools.partial(_tell_group, observer, code, members, started))
         return observed
 
     def _observed(
@@ -197,15 +198,16 @@ def _failed(exc: Exception) -> asyncio.Future[RemotingCommand | None]:
 
 
 def _tell_group(
-    observer: RequestObserver, members: list[tuple[int, DeferredReply]], started: float
+    observer: RequestObserver, code: int, members: list[DeferredReply], started: float
 ) -> None:
-    """Tell the observer of a resolved group's members: once per distinct result."""
+    """Tell the observer of a resolved group's members of one request code: once per
+    distinct result."""
     seconds = time.perf_counter() - started
-    tally: dict[tuple[int, int | None], int] = {}
-    for code, reply in members:
-        key = (code, _code_of(reply.result()))
-        tally[key] = tally.get(key, 0) + 1
-    for (code, result), count in tally.items():
+    tally: dict[int | None, int] = {}
+    for reply in members:
+        result = _code_of(reply.result())
+        tally[result] = tally.get(result, 0) + 1
+    for result, count in tally.items():
         observer(code, result, seconds, count)
 
 
