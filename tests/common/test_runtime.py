@@ -34,3 +34,23 @@ def test_a_started_server_freezes_its_heap_and_collects_less_often() -> None:
     assert tuple(thresholds) == runtime.SERVER_GC_THRESHOLDS
     assert frozen > 1000  # the imported modules and what start-up built
     assert second == "stopped"
+
+
+def test_a_settled_heap_is_given_back_as_it_was() -> None:
+    """A benchmark run inside a longer process (a test) leaves its collector as found."""
+    script = """
+import gc
+from rocketkube.common import runtime
+gc.set_threshold(700, 10, 10)
+kept = [object() for _ in range(10)]
+with runtime.settled_heap():
+    print(gc.get_threshold(), gc.get_freeze_count() > 0)
+print(gc.get_threshold(), gc.get_freeze_count())
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.splitlines() == [
+        f"{runtime.SERVER_GC_THRESHOLDS} True",
+        "(700, 10, 10) 0",
+    ]

@@ -5,13 +5,14 @@ garbage collector tuned for a long-running server, and no orphans: a server star
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import gc
 import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import Any, Protocol
 
 from rocketkube.common.settings import SettingsError
@@ -53,6 +54,19 @@ def settle_heap() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*SERVER_GC_THRESHOLDS)
+
+
+@contextlib.contextmanager
+def settled_heap() -> Iterator[None]:
+    """:func:`settle_heap` for a while (a benchmark run inside a longer process, a test),
+    then the collector as it was: thresholds restored, the frozen objects thawed."""
+    thresholds = gc.get_threshold()
+    settle_heap()
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 async def serve_until_signalled(

@@ -268,6 +268,13 @@ def configure_client(parser: argparse.ArgumentParser, defaults: sdk.ClientBenchS
         help="a send's timeout, RocketMQ's sendMsgTimeout "
         f"(default {round(defaults.send_timeout * 1000)} ms)",
     )
+    add(
+        "--default-gc",
+        dest="settle_heap",
+        action="store_false",
+        help="leave CPython's garbage collector as it comes (default: settle the heap first, "
+        "as the servers do and as the README advises a busy producer)",
+    )
     add("--json", action="store_true", help="print only the JSON summary on stdout")  # fmt: skip
 
 
@@ -372,6 +379,7 @@ def client_settings_from(args: argparse.Namespace) -> sdk.ClientBenchSettings:
         auto_batch=getattr(args, "auto_batch", False),
         batch_max_delay_ms=getattr(args, "batch_max_delay_ms", _BATCH_MAX_DELAY_MS),
         send_timeout=args.send_timeout_ms / 1000,
+        settle_heap=args.settle_heap,
     )
 
 
@@ -396,8 +404,10 @@ async def run_client_bench(args: argparse.Namespace) -> int:
               flush=True)  # fmt: skip
 
     on_progress = progress if live else None
+    heap = runtime.settled_heap() if settings.settle_heap else contextlib.nullcontext()
     if args.namesrv_addr:
-        summary = await bench_run(args.namesrv_addr, settings, report, on_progress)
+        with heap:
+            summary = await bench_run(args.namesrv_addr, settings, report, on_progress)
     else:
         with tempfile.TemporaryDirectory(prefix="rocketkube-bench-") as tmp:
             root = Path(tmp)
@@ -405,7 +415,8 @@ async def run_client_bench(args: argparse.Namespace) -> int:
                 local_namesrv(root) as namesrv,
                 local_broker(root, namesrv, "ASYNC_FLUSH"),
             ):
-                summary = await bench_run(namesrv, settings, report, on_progress)
+                with heap:
+                    summary = await bench_run(namesrv, settings, report, on_progress)
     if live:
         print("\r\x1b[K", end="", file=sys.stderr)
     result = summary.as_dict()
