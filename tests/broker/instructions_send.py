@@ -32,7 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from rocketkube.broker.app import BrokerApp
@@ -87,8 +87,15 @@ def _callgrind(switch: str) -> None:
                    capture_output=True)  # fmt: skip
 
 
-async def _feed(messages: int, chunk: int, body_size: int, flush: str) -> int:
-    """Feed ``messages`` sends to a broker in this process, collecting only meanwhile."""
+async def feed(
+    messages: int,
+    chunk: int,
+    body_size: int,
+    flush: str,
+    switch: Callable[[str], None] = _callgrind,
+) -> int:
+    """Feed ``messages`` sends to a broker in this process, ``switch("on")`` before the
+    first and ``switch("off")`` after the last answer (callgrind's collection by default)."""
     warmup = 20
     with tempfile.TemporaryDirectory() as tmp:
         settings = BrokerSettings(
@@ -122,12 +129,12 @@ async def _feed(messages: int, chunk: int, body_size: int, flush: str) -> int:
             await asyncio.sleep(0)
         chunks = [build() for _ in range(messages // chunk)]
         runtime.settle_heap()  # as `rocketkube broker` does once started
-        _callgrind("on")
+        switch("on")
         for data in chunks:
             conn.data_received(data)
             await asyncio.sleep(0)
         await asyncio.wait_for(sink.done.wait(), 600)
-        _callgrind("off")
+        switch("off")
         await app.stop()
     return 0
 
@@ -192,7 +199,7 @@ def main() -> None:
     parser.add_argument("--sdk-child", metavar="NAMESRV", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        runtime.run(_feed(args.messages, args.chunk, args.body_size, args.flush))
+        runtime.run(feed(args.messages, args.chunk, args.body_size, args.flush))
         return
     if args.sdk_child:
         runtime.run(_send_sdk(args.sdk_child, args.messages, args.workers, args.body_size))
