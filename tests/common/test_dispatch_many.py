@@ -5,9 +5,10 @@ observer of each request; the connection answers every request exactly once."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import types
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import cast
 
 from waiting import wait_until
@@ -203,21 +204,30 @@ class Client(asyncio.Protocol):
                 await self.changed.wait()
 
 
-async def serve_chunk(handler: object, reqs: list[RemotingCommand]) -> list[RemotingCommand]:
-    """Write ``reqs`` in one write to a server of ``handler``; the replies by opaque."""
+@contextlib.asynccontextmanager
+async def connected(handler: object) -> AsyncIterator[tuple[asyncio.Transport, Client]]:
+    """A server of ``handler`` on 127.0.0.1 and a client connected to it."""
     server = RemotingServer(handler, "127.0.0.1", 0)  # type: ignore[arg-type]
     await server.start()
     try:
         transport, client = await asyncio.get_running_loop().create_connection(
             Client, "127.0.0.1", server.port
         )
+        try:
+            yield transport, client
+        finally:
+            transport.close()
+    finally:
+        await server.stop()
+
+
+async def serve_chunk(handler: object, reqs: list[RemotingCommand]) -> list[RemotingCommand]:
+    """Write ``reqs`` in one write to a server of ``handler``; the replies by opaque."""
+    async with connected(handler) as (transport, client):
         transport.write(b"".join(frame.encode_bytes(r) for r in reqs))
         await client.wait_for(len(reqs))
         await asyncio.sleep(0.1)  # nothing more may come
-        transport.close()
         return sorted(client.replies, key=lambda r: r.opaque)
-    finally:
-        await server.stop()
 
 
 async def test_connection_answers_a_chunk_once_per_request() -> None:
@@ -234,12 +244,7 @@ async def test_connection_answers_deferred_replies_when_resolved_in_one_write() 
     reqs = requests(PUT, PUT, PUT)
     for req in reqs:
         req.ext_fields["deferred"] = "1"
-    server = RemotingServer(dispatcher(log), "127.0.0.1", 0)
-    await server.start()
-    try:
-        transport, client = await asyncio.get_running_loop().create_connection(
-            Client, "127.0.0.1", server.port
-        )
+    async with connected(dispatcher(log)) as (transport, client):
         transport.write(b"".join(frame.encode_bytes(r) for r in reqs))
         await wait_until(lambda: len(log.deferred) == len(reqs), "every request served")
         await asyncio.sleep(0.05)
@@ -252,9 +257,6 @@ async def test_connection_answers_deferred_replies_when_resolved_in_one_write() 
             (2, "resolved 1"),
             (3, "resolved 0"),
         ]
-        transport.close()
-    finally:
-        await server.stop()
 
 
 async def test_connection_answers_a_group_when_it_is_resolved_but_not_its_oneway_member() -> None:
@@ -263,12 +265,7 @@ async def test_connection_answers_a_group_when_it_is_resolved_but_not_its_oneway
     for req in reqs[1:]:
         req.ext_fields["grouped"] = "1"
     reqs[2].flag |= FLAG_ONEWAY
-    server = RemotingServer(dispatcher(log), "127.0.0.1", 0)
-    await server.start()
-    try:
-        transport, client = await asyncio.get_running_loop().create_connection(
-            Client, "127.0.0.1", server.port
-        )
+    async with connected(dispatcher(log)) as (transport, client):
         transport.write(b"".join(frame.encode_bytes(r) for r in reqs))
         await client.wait_for(1)
         await asyncio.sleep(0.05)
@@ -285,9 +282,6 @@ async def test_connection_answers_a_group_when_it_is_resolved_but_not_its_oneway
             (2, "flushed 0"),
             (4, "flushed 2"),
         ]
-        transport.close()
-    finally:
-        await server.stop()
 
 
 class Holding:
@@ -307,12 +301,7 @@ async def test_a_deferred_reply_does_not_keep_its_request_alive() -> None:
     """While thousands of sends wait for a flush, their requests (header fields, a view of
     the received chunk) must not be held by the connection waiting to answer them."""
     handler = Holding()
-    server = RemotingServer(handler, "127.0.0.1", 0)
-    await server.start()
-    try:
-        transport, client = await asyncio.get_running_loop().create_connection(
-            Client, "127.0.0.1", server.port
-        )
+    async with connected(handler) as (transport, client):
         transport.write(frame.encode_bytes(requests(OTHER)[0]))
         await wait_until(lambda: len(handler.requests) == 1, "the request served")
         (request,) = handler.requests
@@ -321,9 +310,6 @@ async def test_a_deferred_reply_does_not_keep_its_request_alive() -> None:
         handler.replies[0].resolve(RemotingCommand.response(remark="answered"))
         await client.wait_for(1)
         assert (client.replies[0].opaque, client.replies[0].remark) == (1, "answered")
-        transport.close()
-    finally:
-        await server.stop()
 
 
 class Broken:
