@@ -143,7 +143,9 @@ class Dispatcher:
             observer(code, result, share, count)
         if groups is not None:
             for (group, code), members in groups.items():
-                group.add_listener(functools.partial(_tell_group, observer, code, members, started))
+                group.add_listener(
+                    functools.partial(_observe_group, observer, code, members, started)
+                )
         return observed
 
     def _observed(
@@ -197,7 +199,7 @@ def _failed(exc: Exception) -> asyncio.Future[RemotingCommand | None]:
     return future
 
 
-def _tell_group(
+def _observe_group(
     observer: RequestObserver, code: int, members: list[DeferredReply], started: float
 ) -> None:
     """Tell the observer of a resolved group's members of one request code: once per
