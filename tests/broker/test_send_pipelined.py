@@ -5,7 +5,6 @@ as it would be alone; a refused combined append falls back to one append per sen
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -17,6 +16,7 @@ from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.processors import send
 from rocketkube.broker.settings import BrokerSettings
 from rocketkube.broker.store import FlushDiskType, MessageStore
+from rocketkube.broker.store.mapped_file import MappedFile
 from rocketkube.common.message import record
 from rocketkube.common.message.batch import BatchItem, encode_batch
 from rocketkube.common.message.model import MessageExt
@@ -224,14 +224,14 @@ async def test_chunk_answers_each_request_once(context: BrokerContext) -> None:
 
 
 class SlowDisk:
-    """An fsync that waits while the gate is closed."""
+    """A commit-log sync that waits while the gate is closed."""
 
     def __init__(self) -> None:
         self.opened = threading.Event()
 
-    def fsync(self, fd: int) -> None:
+    def sync_range(self, mapped: MappedFile, start: int, end: int) -> None:
         self.opened.wait(30)
-        os.fdatasync(fd)
+        mapped.sync_range(start, end)
 
 
 @pytest.fixture
@@ -247,7 +247,7 @@ async def sync_context(
             "store_path_root_dir": str(tmp_path / "sync-store"),
         }
     )
-    store = MessageStore(settings.store_config(listen_port=10911), fsync=disk.fsync)
+    store = MessageStore(settings.store_config(listen_port=10911), log_sync=disk.sync_range)
     await store.start()
     ctx = BrokerContext(
         settings=settings,

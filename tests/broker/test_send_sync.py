@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -21,6 +20,7 @@ from rocketkube.broker.processors import send
 from rocketkube.broker.settings import BrokerSettings
 from rocketkube.broker.stats import BrokerStats
 from rocketkube.broker.store import FlushDiskType, MessageStore
+from rocketkube.broker.store.mapped_file import MappedFile
 from rocketkube.broker.topics import TopicConfigManager
 from rocketkube.common.message import ids
 from rocketkube.common.message.properties import encode_properties
@@ -34,17 +34,18 @@ from rocketkube.common.remoting.server import RemotingServer
 
 
 class Gate:
-    """An fsync that waits while the gate is closed (a slow disk, under test control)."""
+    """A commit-log sync that waits while the gate is closed (a slow disk, under test
+    control)."""
 
     def __init__(self) -> None:
         self.opened = threading.Event()
         self.opened.set()
         self.calls = 0
 
-    def fsync(self, fd: int) -> None:
+    def sync_range(self, mapped: MappedFile, start: int, end: int) -> None:
         self.calls += 1
         self.opened.wait(30)
-        os.fdatasync(fd)
+        mapped.sync_range(start, end)
 
 
 def clock() -> int:
@@ -59,7 +60,7 @@ async def sync_broker(
         update={"flush_disk_type": FlushDiskType.SYNC_FLUSH, "sync_flush_timeout": timeout_ms}
     )
     config_dir = Path(settings.store_path_root_dir) / "config"
-    store = MessageStore(settings.store_config(listen_port=10911), fsync=gate.fsync)
+    store = MessageStore(settings.store_config(listen_port=10911), log_sync=gate.sync_range)
     await store.start()
     ctx = BrokerContext(
         settings=settings,

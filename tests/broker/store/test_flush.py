@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from rocketkube.broker.store import (
@@ -16,12 +16,14 @@ from rocketkube.broker.store import (
     StoreConfig,
     checkpoint,
 )
+from rocketkube.broker.store.mapped_file import MappedFile
 
 MakeMessage = Callable[..., InnerMessage]
 
 
-class CountingFsync:
-    """``os.fdatasync`` that counts calls and can be held to simulate a slow disk."""
+class CountingSync:
+    """The commit log's range sync, counting calls; it can be held to simulate a slow
+    disk."""
 
     def __init__(self, *, real: bool = True) -> None:
         self.calls = 0
@@ -29,11 +31,11 @@ class CountingFsync:
         self.release = threading.Event()
         self.release.set()
 
-    def __call__(self, fd: int) -> None:
+    def __call__(self, mapped: MappedFile, start: int, end: int) -> None:
         self.calls += 1
         self.release.wait(10)
         if self.real:
-            os.fdatasync(fd)
+            mapped.sync_range(start, end)
 
 
 def sync_config(config: StoreConfig, **changes: Any) -> StoreConfig:
@@ -48,9 +50,9 @@ def sync_config(config: StoreConfig, **changes: Any) -> StoreConfig:
 async def test_group_commit_shares_flushes(
     config: StoreConfig, msg: MakeMessage, clock: Any
 ) -> None:
-    fsync = CountingFsync()
+    fsync = CountingSync()
     quiet = sync_config(config, flush_interval_consume_queue=60_000)  # count log flushes only
-    store = MessageStore(quiet, clock=clock, fsync=fsync)
+    store = MessageStore(quiet, clock=clock, log_sync=fsync)
     await store.start()
     fsync.calls = 0
     flushes_before = store.flush_count
@@ -85,9 +87,9 @@ async def test_many_waiters_on_one_flush(config: StoreConfig, msg: MakeMessage) 
 
 
 async def test_sync_flush_timeout(config: StoreConfig, msg: MakeMessage) -> None:
-    fsync = CountingFsync(real=False)
+    fsync = CountingSync(real=False)
     # Long enough that the flushes after the disk is back meet it on a stalling machine.
-    store = MessageStore(sync_config(config, sync_flush_timeout=2000), fsync=fsync)
+    store = MessageStore(sync_config(config, sync_flush_timeout=2000), log_sync=fsync)
     await store.start()
     fsync.release.clear()  # the disk hangs
     try:
@@ -175,8 +177,8 @@ async def test_safe_offset_waits_for_the_index_flush(config: StoreConfig, msg: M
 def test_sync_flush_without_event_loop_flushes_inline(
     config: StoreConfig, msg: MakeMessage
 ) -> None:
-    fsync = CountingFsync()
-    store = MessageStore(sync_config(config), fsync=fsync)
+    fsync = CountingSync()
+    store = MessageStore(sync_config(config), log_sync=fsync)
     store.open()
     fsync.calls = 0
     result = store.put_message(msg())
@@ -184,3 +186,40 @@ def test_sync_flush_without_event_loop_flushes_inline(
     assert result.flush is None
     assert fsync.calls == 1
     store.close()
+
+
+def test_a_range_sync_writes_the_range_and_leaves_the_mapping_closable(tmp_path: Path) -> None:
+    mapped = MappedFile(tmp_path / "00000000000000000000", 0, 4 * 4096)
+    try:
+        mapped.mm[5000:5011] = b"hello world"
+        mapped.sync_range(5000, 5011)  # an unaligned range: its pages
+        mapped.sync_range(4096, 1 << 30)  # past the end: clamped
+        mapped.sync_range(8192, 8192)  # empty: nothing
+        with open(mapped.path, "rb") as file:
+            file.seek(5000)
+            assert file.read(11) == b"hello world"
+    finally:
+        mapped.close()  # no buffer export left behind
+    assert mapped.closed
+
+
+async def test_a_commit_log_flush_syncs_only_what_was_appended_since_the_last(
+    config: StoreConfig, msg: MakeMessage
+) -> None:
+    """Pages mapped ahead of the writer stay unwritten: a sync of the whole file wrote
+    them as zeros and made each fault again when the log reached it."""
+    ranges: list[tuple[int, int, int]] = []
+
+    def sync(mapped: MappedFile, start: int, end: int) -> None:
+        ranges.append((mapped.start, start, end))
+        mapped.sync_range(start, end)
+
+    store = MessageStore(sync_config(config), log_sync=sync)
+    await store.start()
+    first = store.commit_log_max_offset
+    assert await store.put_message(msg(b"one")).wait() is PutStatus.PUT_OK
+    middle = store.commit_log_max_offset
+    assert await store.put_message(msg(b"two")).wait() is PutStatus.PUT_OK
+    end = store.commit_log_max_offset
+    assert ranges[-2:] == [(0, first, middle), (0, middle, end)]
+    await store.shutdown()

@@ -40,12 +40,16 @@ from rocketkube.broker.store import (
     settings,
 )
 
-__all__ = ["CommitLogFlusher", "FsyncFunction", "LogicsFlusher", "sync_pinned"]
+__all__ = ["CommitLogFlusher", "FsyncFunction", "LogicsFlusher", "RangeSyncFunction", "sync_pinned"]
 
 _log = logging.getLogger(__name__)
 
 FsyncFunction = Callable[[int], None]
 """Makes a file descriptor's data durable (``os.fdatasync``; tests inject counters)."""
+
+RangeSyncFunction = Callable[[mapped_file.MappedFile, int, int], None]
+"""Makes file bytes ``[start, end)`` of a mapped file durable
+(:meth:`~.mapped_file.MappedFile.sync_range`; tests inject slow disks)."""
 
 
 async def sync_pinned(
@@ -55,16 +59,23 @@ async def sync_pinned(
 ) -> None:
     """``fsync`` each file's descriptor in a worker thread, the files pinned meanwhile;
     ``before`` runs first in the same thread (writes to make durable)."""
-    if not files:
-        return
-    for mapped in files:
-        mapped.pin()
 
     def work() -> None:
         if before is not None:
             before()
         for mapped in files:
             fsync(mapped.fd)
+
+    await _pinned(files, work)
+
+
+async def _pinned(files: Sequence[mapped_file.MappedFile], work: Callable[[], None]) -> None:
+    """Run ``work`` in a worker thread, ``files`` pinned meanwhile and the thread shielded
+    from cancellation."""
+    if not files:
+        return
+    for mapped in files:
+        mapped.pin()
 
     def unpin(_: object) -> None:
         for mapped in files:
@@ -78,13 +89,17 @@ async def sync_pinned(
 class CommitLogFlusher:
     """Flushes the commit log: group commit for SYNC_FLUSH, periodic for ASYNC_FLUSH."""
 
-    def __init__(self, log: commitlog.CommitLog, config: settings.StoreConfig,
-                 fsync: FsyncFunction = os.fdatasync) -> None:  # fmt: skip
+    def __init__(
+        self,
+        log: commitlog.CommitLog,
+        config: settings.StoreConfig,
+        sync: RangeSyncFunction = mapped_file.MappedFile.sync_range,
+    ) -> None:
         self._log = log
         self._sync_mode = config.flush_disk_type is settings.FlushDiskType.SYNC_FLUSH
         self._timeout = config.sync_flush_timeout / 1000
         self._interval = config.flush_interval_commit_log / 1000
-        self._fsync = fsync
+        self._sync = sync
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._wakeup = asyncio.Event()
@@ -170,9 +185,18 @@ class CommitLogFlusher:
             if self._log.max_offset > self._log.flushed_offset:
                 await self.flush(self._log.max_offset, self._log.last_store_timestamp)
 
-    def _files_to(self, target: int) -> list[mapped_file.MappedFile]:
+    def _ranges_to(self, target: int) -> list[tuple[mapped_file.MappedFile, int, int]]:
+        """The unflushed bytes below ``target``: (file, start, end), file-relative."""
         start = self._log.flushed_offset
-        return [m for m in self._log.files if m.end > start and m.start < target and not m.closed]
+        return [
+            (m, max(start, m.start) - m.start, min(target, m.end) - m.start)
+            for m in self._log.files
+            if m.end > start and m.start < target and not m.closed
+        ]
+
+    def _sync_ranges(self, ranges: list[tuple[mapped_file.MappedFile, int, int]]) -> None:
+        for mapped, start, end in ranges:
+            self._sync(mapped, start, end)
 
     def _advance(self, target: int, timestamp: int) -> None:
         log = self._log
@@ -191,8 +215,9 @@ class CommitLogFlusher:
         async with self._lock:
             if target <= self._log.flushed_offset:
                 return True
+            ranges = self._ranges_to(target)
             try:
-                await sync_pinned(self._files_to(target), self._fsync)
+                await _pinned([m for m, _, _ in ranges], lambda: self._sync_ranges(ranges))
             except OSError:
                 _log.exception("commit log flush failed")
                 return False
@@ -204,8 +229,7 @@ class CommitLogFlusher:
         target = self._log.max_offset
         if target <= self._log.flushed_offset:
             return
-        for mapped in self._files_to(target):
-            self._fsync(mapped.fd)
+        self._sync_ranges(self._ranges_to(target))
         self._advance(target, self._log.last_store_timestamp)
 
 

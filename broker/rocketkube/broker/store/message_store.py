@@ -12,8 +12,9 @@ Owns the parts and their life cycle::
     await shutdown() flush everything, write a clean checkpoint, remove abort, unlock
 
 Appends and reads run on the event loop thread and never block on disk: writes go into
-mapped memory, ``fdatasync`` runs in worker threads. Injectable: ``clock`` (epoch ms, store
-timestamps and retention), ``disk_usage`` (retention and the disk-full guard), ``fsync``.
+mapped memory, the syncs run in worker threads. Injectable: ``clock`` (epoch ms, store
+timestamps and retention), ``disk_usage`` (retention and the disk-full guard), ``fsync``
+(consume queues, index) and ``log_sync`` (the commit log's unflushed range).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from rocketkube.broker.store import (
     errors,
     flush,
     index,
+    mapped_file,
     memory,
     model,
     recovery,
@@ -68,6 +70,7 @@ class MessageStore:
         clock: Callable[[], int] = _now_ms,
         disk_usage: retention.DiskUsage = retention.disk_usage_ratio,
         fsync: flush.FsyncFunction = os.fdatasync,
+        log_sync: flush.RangeSyncFunction = mapped_file.MappedFile.sync_range,
         memory_bytes: Callable[[], int] = memory.total_memory_bytes,
     ) -> None:
         self.config = config
@@ -88,7 +91,7 @@ class MessageStore:
         )
         self._checkpoint = checkpoint.Checkpoint(self.paths.checkpoint)
         self._dispatcher = dispatch.Dispatcher(self._queues, self._index, config)
-        self._log_flusher = flush.CommitLogFlusher(self._log, config, fsync)
+        self._log_flusher = flush.CommitLogFlusher(self._log, config, log_sync)
         self._logics_flusher = flush.LogicsFlusher(
             self._log, self._log_flusher, self._queues, self._index, self._checkpoint,
             config, fsync,
