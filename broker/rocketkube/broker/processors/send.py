@@ -51,14 +51,14 @@ fed once per event loop turn instead of once per send.
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import Sequence
-from typing import Final, NamedTuple
+from typing import Final
 
 from rocketkube.broker import topics as topic_names
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.processors import send_batch
+from rocketkube.broker.processors.send_state import Ready, TopicState, Waiting
 from rocketkube.broker.settings import BrokerRole
 from rocketkube.broker.store import (
     AppendResult,
@@ -121,60 +121,6 @@ _PUT_FAILURES: Final = {
 }
 
 
-class _TopicState:
-    """What the hot path needs of one topic, derived once per TopicConfig object."""
-
-    __slots__ = ("config", "multi_tag", "next_queue", "queue_limit", "retry_group", "writable")
-
-    def __init__(self, config: TopicConfig) -> None:
-        self.config = config
-        self.queue_limit = max(config.read_queue_nums, config.write_queue_nums)
-        self.writable = bool(config.perm & permission.PERM_WRITE)
-        self.multi_tag = config.topic_filter_type == "MULTI_TAG"
-        topic = config.topic_name
-        self.retry_group = topic[len(_RETRY) :] if topic.startswith(_RETRY) else None
-        self.next_queue = random.randrange(1 << 16)
-
-    def pick_queue(self) -> int:
-        """Round-robin over the write queues (-1 when there are none)."""
-        count = self.config.write_queue_nums
-        if count <= 0:
-            return -1
-        self.next_queue = turn = self.next_queue + 1
-        return turn % count
-
-
-class _Ready(NamedTuple):
-    """A checked send, its store messages built, waiting for ``put_messages``."""
-
-    messages: Sequence[InnerMessage]
-    topic: str
-    """The topic its stats are counted under."""
-    queue_id: int
-    """The queue the response names."""
-    body_bytes: int
-    wait_flush: bool
-    started: float
-
-
-class _Waiting:
-    """The sends of one put that wait for its flush, in parallel lists.
-
-    A tuple and a put result per send, alive until the flush, made young garbage
-    collections run every few received chunks under SYNC_FLUSH load (2 us a send)."""
-
-    __slots__ = ("ends", "firsts", "queue_ids", "replies", "result", "started")
-
-    def __init__(self, result: PutResult) -> None:
-        self.result = result
-        self.replies: list[DeferredReply] = []
-        self.firsts: list[int] = []
-        """Each send's first message in ``result.appended``; ``ends``: past its last."""
-        self.ends: list[int] = []
-        self.queue_ids: list[int] = []
-        self.started: list[float] = []
-
-
 class SendProcessor:
     """Stores what producers send; one instance per broker."""
 
@@ -204,7 +150,7 @@ class SendProcessor:
         self._is_slave = settings.broker_role is BrokerRole.SLAVE
         self._broker_ip = settings.broker_ip1
         self._max_delay_level = len(settings.message_delay_level.split())
-        self._states: dict[str, _TopicState] = {}
+        self._states: dict[str, TopicState] = {}
         self._hosts: dict[str, bytes] = {}
         self._uncounted: dict[str, list[int]] = {}
 
@@ -234,11 +180,11 @@ class SendProcessor:
         Each request is prepared as :meth:`_send` would, in arrival order; the messages of
         all that passed the checks are stored with one ``put_messages``."""
         replies: list[Reply | None] = []  # None: ready, answered once stored
-        ready: list[tuple[int, _Ready]] = []
+        ready: list[tuple[int, Ready]] = []
         messages: list[InnerMessage] = []
         for req in requests:
             prepared = self._prepare(conn, req, req.code != RequestCode.SEND_MESSAGE)
-            if isinstance(prepared, _Ready):
+            if isinstance(prepared, Ready):
                 ready.append((len(replies), prepared))
                 messages += prepared.messages
                 replies.append(None)
@@ -249,7 +195,7 @@ class SendProcessor:
             result = put(messages)
             if result.status is PutStatus.PUT_OK or result.appended:
                 group = DeferredGroup()
-                waiting = _Waiting(result)
+                waiting = Waiting(result)
                 at = 0
                 for i, one in ready:
                     end = at + len(one.messages)
@@ -272,9 +218,7 @@ class SendProcessor:
             return prepared
         return self._answer_alone(self._store.put_messages(prepared.messages), prepared)
 
-    def _prepare(
-        self, conn: Connection, req: RemotingCommand, v2: bool
-    ) -> _Ready | RemotingCommand:
+    def _prepare(self, conn: Connection, req: RemotingCommand, v2: bool) -> Ready | RemotingCommand:
         """Check a send and build its store messages; a response when it is refused."""
         started = time.perf_counter()
         try:
@@ -328,11 +272,11 @@ class SendProcessor:
         self,
         h: SendFields,
         req: RemotingCommand,
-        state: _TopicState,
+        state: TopicState,
         queue_id: int,
         born_host: bytes,
         started: float,
-    ) -> _Ready | RemotingCommand:
+    ) -> Ready | RemotingCommand:
         props = decode_properties(h.properties) if h.properties else {}
         wait = props.pop("WAIT", None)
         topic = h.topic
@@ -389,29 +333,27 @@ class SendProcessor:
             DispatchHints(get("TAGS"), get("KEYS"), get("UNIQ_KEY")),
         )
         wait_flush = wait is None or wait.lower() == "true"
-        return _Ready((message,), store_topic, queue_id, len(body), wait_flush, started)
+        return Ready((message,), store_topic, queue_id, len(body), wait_flush, started)
 
     def _prepare_batch(
         self,
         h: SendFields,
-        state: _TopicState,
+        state: TopicState,
         queue_id: int,
         born_host: bytes,
         body: bytes | bytearray | memoryview,
         started: float,
-    ) -> _Ready | RemotingCommand:
+    ) -> Ready | RemotingCommand:
         sys_flag = h.sys_flag | _MULTI_TAGS if state.multi_tag else h.sys_flag
         try:
             batch = send_batch.batch_messages(h, queue_id, sys_flag, born_host, body, self._cluster)
         except send_batch.BatchRefused as exc:
             return self._fail(ResponseCode.MESSAGE_ILLEGAL, str(exc))
-        return _Ready(
-            batch.messages, h.topic, queue_id, batch.body_bytes, batch.wait_store, started
-        )
+        return Ready(batch.messages, h.topic, queue_id, batch.body_bytes, batch.wait_store, started)
 
     # -- topics, groups, hosts -----------------------------------------------------------
 
-    def _resolve(self, h: SendFields, config: TopicConfig | None) -> _TopicState | RemotingCommand:
+    def _resolve(self, h: SendFields, config: TopicConfig | None) -> TopicState | RemotingCommand:
         """Check a topic seen for the first time (or changed), auto-creating it if allowed."""
         topic = h.topic
         problem = topic_names.validate_topic(topic)
@@ -435,7 +377,7 @@ class SendProcessor:
                 return self._fail(
                     ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
                 )
-        state = _TopicState(config)
+        state = TopicState(config)
         states = self._states
         if len(states) > 2 * len(self._topics.table) + 1024:
             states.clear()  # deleted topics leave states behind; rebuilt on next use
@@ -480,10 +422,10 @@ class SendProcessor:
 
     # -- answers -----------------------------------------------------------------------
 
-    def _answer_alone(self, result: PutResult, ready: _Ready) -> Reply:
+    def _answer_alone(self, result: PutResult, ready: Ready) -> Reply:
         """:meth:`_answer` for a send stored on its own."""
         group = DeferredGroup()
-        waiting = _Waiting(result)
+        waiting = Waiting(result)
         reply = self._answer(result, 0, len(result.appended), ready, group, waiting)
         if waiting.replies:
             self._when_stored(group, waiting)
@@ -494,9 +436,9 @@ class SendProcessor:
         result: PutResult,
         first: int,
         end: int,
-        ready: _Ready,
+        ready: Ready,
         group: DeferredGroup,
-        waiting: _Waiting,
+        waiting: Waiting,
     ) -> Reply:
         """The response to a stored send, whose messages are ``result.appended[first:end]``;
         one that waits for the flush is a member of ``group``, added to ``waiting`` (the
@@ -532,7 +474,7 @@ class SendProcessor:
             ResponseCode.SUCCESS, result.appended, first, end, ready.queue_id, ready.started
         )
 
-    def _when_stored(self, group: DeferredGroup, waiting: _Waiting) -> None:
+    def _when_stored(self, group: DeferredGroup, waiting: Waiting) -> None:
         """Answer the waiting sends once the group commit covering them is on disk (or
         timed out: FLUSH_DISK_TIMEOUT), then, on a SYNC_MASTER, once a slave has them
         (or not: FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE).
