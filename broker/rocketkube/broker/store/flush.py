@@ -6,11 +6,11 @@ Commit log, ``SYNC_FLUSH`` (group commit)::
     appender 1 ─ append ─ ticket() ──┐          (all appends so far share one future)
     appender 2 ─ append ─ ticket() ──┤
                                      ▼
-    flusher:  target = log end ─ fdatasync(segments) in a worker thread ─ resolve future
+    flusher:  target = log end ─ sync the range appended, in a worker thread ─ resolve future
                  while it runs, new appenders join the *next* future, and so on
 
 One flush covers every append made before it started, so N concurrent senders cost one
-``fdatasync``, not N. Each future has one timer: if the flush is not done
+sync, not N. Each future has one timer: if the flush is not done
 ``syncFlushTimeout`` ms after the first waiter joined, it resolves to FLUSH_DISK_TIMEOUT
 (the data stays appended and is flushed later). ``ASYNC_FLUSH`` instead flushes every
 ``flushIntervalCommitLog`` ms.
@@ -18,7 +18,7 @@ One flush covers every append made before it started, so N concurrent senders co
 Consume queues and then the checkpoint are flushed every ``flushIntervalConsumeQueue`` ms,
 index files with them every ``flush_interval_index`` ms; the checkpoint's safe offset is
 only advanced after the files it vouches for are on disk, so it never passes the last
-index flush. ``fdatasync`` never runs on the event loop; files handed
+index flush. No sync runs on the event loop; files handed
 to the worker thread are pinned so nothing closes them meanwhile, and the thread is
 shielded from cancellation so shutdown never closes a descriptor under it.
 """
@@ -109,7 +109,7 @@ class CommitLogFlusher:
         self.flushed_timestamp = 0
         """Store time of the last record known flushed."""
         self.flushes = 0
-        """Flush rounds done (each one ``fdatasync`` per segment touched)."""
+        """Flush rounds done (each one range sync per segment touched)."""
 
     @property
     def running(self) -> bool:

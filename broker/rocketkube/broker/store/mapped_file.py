@@ -10,7 +10,8 @@ by the 20-digit decimal offset of its first byte in the log's byte space::
 :class:`MappedFile` owns one file: its descriptor, its ``mmap``, a write position
 ``wrote`` and a flushed position ``flushed`` (both relative to the file start). Writers pack
 straight into ``mm``; readers take slices of ``view`` (zero-copy). Durability is
-``os.fdatasync`` on the descriptor, which covers pages dirtied through the mapping; it is
+``os.fdatasync`` on the descriptor, which covers pages dirtied through the mapping, or
+:meth:`MappedFile.sync_range` for just the bytes appended (the commit log); either is
 called from a worker thread, so a file handed to that thread is *pinned* and its closing
 deferred until it is unpinned. A mapping with live exported views cannot be closed: the
 file is unlinked and the mapping dropped, to be unmapped when the last view goes. The
