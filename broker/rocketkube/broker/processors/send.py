@@ -83,7 +83,7 @@ from rocketkube.common.remoting.command import FLAG_RESPONSE, RemotingCommand
 from rocketkube.common.remoting.connection import Connection
 from rocketkube.common.remoting.deferred import DeferredGroup, DeferredReply
 from rocketkube.common.remoting.dispatch import BatchingProcessor, Processor
-from rocketkube.common.remoting.frame import ResponseTemplate
+from rocketkube.common.remoting.frame import ResponseTemplate, TemplatedResponse
 
 __all__ = ["SendProcessor", "table"]
 
@@ -100,6 +100,8 @@ _TX_MASK: Final = sysflag.TRANSACTION_MASK
 _TX_NOT_OR_COMMIT: Final = (sysflag.TRANSACTION_NOT_TYPE, sysflag.TRANSACTION_COMMIT_TYPE)
 _MULTI_TAGS: Final = sysflag.MULTI_TAGS_FLAG
 _ANY_HOST: Final = bytes(8)
+_new: Final = tuple.__new__
+"""Builds a named tuple without its ``__new__``, a Python function: 0.1 us less each."""
 
 _PUT_FAILURES: Final = {
     PutStatus.SERVICE_NOT_AVAILABLE: (
@@ -330,10 +332,10 @@ class SendProcessor:
             born_host,
             reconsume_times,
             0,
-            DispatchHints(get("TAGS"), get("KEYS"), get("UNIQ_KEY")),
+            _new(DispatchHints, (get("TAGS"), get("KEYS"), get("UNIQ_KEY"))),
         )
         wait_flush = wait is None or wait.lower() == "true"
-        return Ready((message,), store_topic, queue_id, len(body), wait_flush, started)
+        return _new(Ready, ((message,), store_topic, queue_id, len(body), wait_flush, started))
 
     def _prepare_batch(
         self,
@@ -545,7 +547,7 @@ class SendProcessor:
         else:
             msg_id = ",".join([a.msg_id for a in appended[first:end]])
         self._observe_latency(time.perf_counter() - started)
-        return self._stored_answers[code].response(msg_id, queue_id, head.queue_offset)
+        return TemplatedResponse(self._stored_answers[code], (msg_id, queue_id, head.queue_offset))
 
     def _fail(self, code: int, remark: str) -> RemotingCommand:
         return RemotingCommand(

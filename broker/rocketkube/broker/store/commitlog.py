@@ -199,6 +199,8 @@ class CommitLog:
         encode_into = record.encode_into
         appended: list[model.AppendResult] = []
         add = appended.append
+        new = tuple.__new__
+        result = model.AppendResult
         for message in messages:
             sys_flag = message.sys_flag
             tx = sys_flag & _TX_MASK
@@ -227,7 +229,8 @@ class CommitLog:
                 body=message.body,
                 properties=message.properties,
             )
-            add(model.AppendResult(phys, size, queue_offset, f"{host_hex}{phys:016X}", now))
+            # Without AppendResult's __new__, a Python function (0.1 us a message).
+            add(new(result, (phys, size, queue_offset, f"{host_hex}{phys:016X}", now)))
             pos += size
         mapped.wrote = pos
         self.last_store_timestamp = now
