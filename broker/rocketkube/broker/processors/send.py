@@ -83,7 +83,7 @@ from rocketkube.common.remoting.command import FLAG_RESPONSE, RemotingCommand
 from rocketkube.common.remoting.connection import Connection
 from rocketkube.common.remoting.deferred import DeferredGroup, DeferredReply
 from rocketkube.common.remoting.dispatch import BatchingProcessor, Processor
-from rocketkube.common.remoting.frame import ResponseTemplate, TemplatedResponse
+from rocketkube.common.remoting.frame import ResponseTemplate
 
 __all__ = ["SendProcessor", "table"]
 
@@ -547,7 +547,7 @@ class SendProcessor:
         else:
             msg_id = ",".join([a.msg_id for a in appended[first:end]])
         self._observe_latency(time.perf_counter() - started)
-        return TemplatedResponse(self._stored_answers[code], (msg_id, queue_id, head.queue_offset))
+        return self._stored_answers[code].response(msg_id, queue_id, head.queue_offset)
 
     def _fail(self, code: int, remark: str) -> RemotingCommand:
         return RemotingCommand(
