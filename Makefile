@@ -3,14 +3,16 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-SOURCES := common namesrv broker client tests
+SOURCES := common namesrv broker client tests hatch_build.py
 NODE_DIR := tests/interop/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed-stamp
 
 .PHONY: install lint test pytest run clean
 
 # uv resolves and installs in seconds what pip takes minutes for; pip when uv cannot run.
-$(STAMP): pyproject.toml
+# The install compiles the C accelerators (hatch_build.py), so a changed .pyx reinstalls.
+ACCELERATORS := $(shell find common namesrv broker client -name '*.pyx')
+$(STAMP): pyproject.toml hatch_build.py $(ACCELERATORS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet uv && $(VENV)/bin/uv pip install --quiet --python $(PY) -e '.[test]' \
 		|| $(PY) -m pip install --quiet -e '.[test]'

@@ -12,6 +12,7 @@ from typing import Any
 
 import prometheus_client
 
+from rocketkube.broker.accelerated import accelerated
 from rocketkube.broker.clients import ClientManager
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.groups import SubscriptionGroupManager
@@ -213,9 +214,11 @@ class BrokerApp:
                                 consumer_offsets.persist_if_dirty), "offset-persist")  # fmt: skip
         self._spawn(self._every(CLIENT_SCAN_SECONDS, self._expire_clients), "client-expiry")
         self._ready = True
-        log.info("broker %s (%s, id %d) serving on %s, cluster %s, name servers %s",
+        log.info("broker %s (%s, id %d) serving on %s, cluster %s, name servers %s, "
+                 "compiled accelerators %s",
                  settings.broker_name, settings.broker_role, settings.broker_id, ctx.broker_addr,
-                 settings.broker_cluster_name, settings.namesrv_addr or "none")  # fmt: skip
+                 settings.broker_cluster_name, settings.namesrv_addr or "none",
+                 ", ".join(accelerated()) or "none")  # fmt: skip
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         self._tasks.append(asyncio.create_task(coro, name=name))

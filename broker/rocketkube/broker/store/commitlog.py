@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import errno
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeAlias
 
 from rocketkube.broker.store import errors, mapped_file, model, settings
+from rocketkube.common import accelerators
 from rocketkube.common.message import record
 
 __all__ = ["CommitLog", "Scan"]
@@ -35,6 +37,23 @@ _ROLLBACK = 0xC
 _TX_MASK = 0xC
 _BLANK_RESERVE = 8  # a record must leave room for the end-of-segment filler
 _POPULATE_AHEAD = 1 << 20  # pages are mapped for writing this far ahead of the writer
+
+EncodeRun: TypeAlias = Callable[
+    [record.WritableBuffer, int, int, Sequence[model.InnerMessage], dict[str, bytes],
+     dict[tuple[str, int], int], bytes, str, int, type[model.AppendResult]],
+    tuple[int, list[model.AppendResult]],
+]  # fmt: skip
+
+
+def compiled_encode_run() -> EncodeRun | None:
+    """The compiled append loop (``_append.pyx``), or None: not built, or turned off."""
+    if not accelerators.wanted():
+        return None
+    try:
+        from rocketkube.broker.store import _append
+    except ImportError:
+        return None
+    return _append.encode_run
 
 
 class Scan:
@@ -82,7 +101,9 @@ class CommitLog:
     """The segments of the commit log, the append path and raw reads."""
 
     def __init__(self, paths: settings.StorePaths, config: settings.StoreConfig,
-                 store_host: bytes) -> None:  # fmt: skip
+                 store_host: bytes, encode_run: EncodeRun | None = None) -> None:  # fmt: skip
+        """``encode_run`` writes a run of records (:func:`compiled_encode_run`'s by
+        default when built); :meth:`encode_run` is the Python loop it must match."""
         self.files = mapped_file.MappedFileQueue(
             paths.commit_log,
             config.mapped_file_size_commit_log,
@@ -102,6 +123,7 @@ class CommitLog:
         """Store time of the last appended record."""
         self._topics: dict[str, bytes] = {}
         self._populate = True  # off once the kernel says MADV_POPULATE_WRITE is unknown
+        self._encode_run = encode_run or compiled_encode_run() or self.encode_run
 
     # -- offsets ---------------------------------------------------------------------------
 
@@ -189,18 +211,35 @@ class CommitLog:
                 else:
                     _log.error("cannot reserve commit log pages: %s", exc)
                     return model.PutStatus.SERVICE_NOT_AVAILABLE, f"disk: {exc}", []
-        mm = mapped.mm
-        base = mapped.start
-        pos = mapped.wrote
-        topics = self._topics
-        queue_offsets = self.queue_offsets
-        host = self.store_host
-        host_hex = self.host_hex
+        pos, appended = self._encode_run(
+            mapped.mm, mapped.wrote, mapped.start, messages, self._topics, self.queue_offsets,
+            self.store_host, self.host_hex, now, model.AppendResult,
+        )  # fmt: skip
+        mapped.wrote = pos
+        self.last_store_timestamp = now
+        return model.PutStatus.PUT_OK, "", appended
+
+    @staticmethod
+    def encode_run(
+        mm: record.WritableBuffer,
+        pos: int,
+        base: int,
+        messages: Sequence[model.InnerMessage],
+        topics: dict[str, bytes],
+        queue_offsets: dict[tuple[str, int], int],
+        host: bytes,
+        host_hex: str,
+        now: int,
+        result: type[model.AppendResult],
+    ) -> tuple[int, list[model.AppendResult]]:
+        """Write ``messages`` as records from ``mm[pos]`` (log offset ``base + pos``): the
+        end position and each one's result. ``topics`` holds each topic's UTF-8; each
+        ``(topic, queueId)`` gets and advances its next queue offset (PREPARED and
+        ROLLBACK transaction parts get 0 and do not advance it)."""
         encode_into = record.encode_into
         appended: list[model.AppendResult] = []
         add = appended.append
         new = tuple.__new__
-        result = model.AppendResult
         for message in messages:
             sys_flag = message.sys_flag
             tx = sys_flag & _TX_MASK
@@ -232,9 +271,7 @@ class CommitLog:
             # Without AppendResult's __new__, a Python function (0.1 us a message).
             add(new(result, (phys, size, queue_offset, f"{host_hex}{phys:016X}", now)))
             pos += size
-        mapped.wrote = pos
-        self.last_store_timestamp = now
-        return model.PutStatus.PUT_OK, "", appended
+        return pos, appended
 
     def append_replica(self, offset: int, data: bytes | bytearray | memoryview) -> None:
         """Write bytes copied from a master's commit log (a slave's append).

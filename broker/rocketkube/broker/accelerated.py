@@ -1,0 +1,21 @@
+"""Which of the broker's compiled accelerators this process uses (logged at start-up).
+
+Each is a twin of a Python loop (see ``rocketkube.common.accelerators``); a broker built
+without them, or run with ``ROCKETKUBE_NO_EXTENSIONS=1``, runs the Python loops."""
+
+from __future__ import annotations
+
+from rocketkube.broker.processors import send
+from rocketkube.broker.store import commitlog
+
+__all__ = ["accelerated"]
+
+
+def accelerated() -> list[str]:
+    """The names of the compiled accelerators in use."""
+    names: list[str] = []
+    if commitlog.compiled_encode_run() is not None:
+        names.append("commit log append")
+    if send.compiled_prepare_plain() is not None:
+        names.append("plain send preparation")
+    return names

@@ -1,0 +1,22 @@
+"""Whether the compiled accelerators may be used (``ROCKETKUBE_NO_EXTENSIONS``).
+
+A hot loop may have a compiled twin (a ``_name.pyx`` beside it, built by the project's
+build hook when Cython and a C compiler are there) that does the same work byte for byte.
+The Python code imports the twin when :func:`wanted` and it was built, and runs its own
+loop otherwise; ``ROCKETKUBE_NO_EXTENSIONS=1`` in the environment turns every twin off, as
+``AIOHTTP_NO_EXTENSIONS`` does for aiohttp.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+__all__ = ["wanted"]
+
+DISABLE_VARIABLE = "ROCKETKUBE_NO_EXTENSIONS"
+
+
+def wanted(environ: Mapping[str, str] = os.environ) -> bool:
+    """False when the environment turns the compiled accelerators off."""
+    return environ.get(DISABLE_VARIABLE, "") in ("", "0")

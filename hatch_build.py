@@ -1,0 +1,84 @@
+"""Build hook: compile the optional C accelerators (Cython) beside their Python sources.
+
+An accelerator is a module ``_name.pyx`` next to the Python code it speeds up, which
+falls back to its own pure-Python path when the compiled module is absent
+(``rocketkube.common.accelerators``). So no build fails for them: without Cython or a C
+compiler, or with ``ROCKETKUBE_NO_EXTENSIONS=1``, the distribution is pure Python and the
+build says so. An editable install gets the compiled module in the source tree (where the
+dev-mode directories expose it), a wheel gets it packed beside the Python modules.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+#: module -> (source, C libraries to link)
+ACCELERATORS: dict[str, tuple[str, list[str]]] = {
+    "rocketkube.broker.store._append": ("broker/rocketkube/broker/store/_append.pyx", ["z"]),
+    "rocketkube.broker.processors._prepare": (
+        "broker/rocketkube/broker/processors/_prepare.pyx",
+        [],
+    ),
+}
+
+
+def compile_accelerators(root: Path) -> dict[str, Path]:
+    """Compile every accelerator next to its source; their built files by module."""
+    from Cython.Build import cythonize
+    from setuptools import Distribution, Extension
+    from setuptools.command.build_ext import build_ext
+
+    with tempfile.TemporaryDirectory() as tmp:
+        extensions = cythonize(
+            [
+                Extension(name, [str(root / source)], libraries=libraries)
+                for name, (source, libraries) in ACCELERATORS.items()
+            ],
+            build_dir=tmp,
+            quiet=True,
+            compiler_directives={"language_level": 3},
+        )
+        command = build_ext(Distribution({"ext_modules": extensions}))
+        command.build_lib = str(Path(tmp) / "lib")
+        command.build_temp = str(Path(tmp) / "temp")
+        command.ensure_finalized()
+        command.run()
+        built: dict[str, Path] = {}
+        for name, (source, _) in ACCELERATORS.items():
+            made = Path(command.get_ext_fullpath(name))
+            target = (root / source).with_name(made.name)
+            # A new file, then renamed: a process that has the old one loaded keeps its
+            # mapping (rewriting it in place would crash that process).
+            staged = target.with_name(f".{target.name}.new")
+            shutil.copyfile(made, staged)
+            os.replace(staged, target)
+            built[name] = target
+    return built
+
+
+class AcceleratorsHook(BuildHookInterface):
+    PLUGIN_NAME = "custom"
+
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        if self.target_name != "wheel":
+            return
+        if os.environ.get("ROCKETKUBE_NO_EXTENSIONS", "") not in ("", "0"):
+            self.app.display_info("ROCKETKUBE_NO_EXTENSIONS is set: pure Python build")
+            return
+        try:
+            built = compile_accelerators(Path(self.root))
+        except Exception as exc:  # no Cython, no compiler: the pure-Python paths serve
+            self.app.display_warning(f"C accelerators not built ({exc}): pure Python build")
+            return
+        build_data["pure_python"] = False
+        build_data["infer_tag"] = True
+        if version != "editable":
+            for name, path in built.items():
+                package = name.rpartition(".")[0].replace(".", "/")
+                build_data["force_include"][str(path)] = f"{package}/{path.name}"

@@ -1,0 +1,187 @@
+"""The compiled preparation of plain sends (``_prepare.pyx``) gives what ``_prepare`` gives.
+
+Each request goes through a processor with the kernel and one without: a plain send
+yields the same store message and answer details from both; any other (batches, retry
+topics, delay or transaction properties, repeated or malformed properties, lenient
+integers, unknown topics, bad queues) is left to the Python path (the kernel returns
+None), so the outcome is the Python path's by construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rocketkube.broker.context import BrokerContext
+from rocketkube.broker.processors import send
+from rocketkube.broker.processors.send_state import Ready
+from rocketkube.broker.store import DispatchHints, InnerMessage
+from rocketkube.common.protocol.topic_config import TopicConfig
+from rocketkube.common.remoting.codes import RequestCode
+from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.common.remoting.connection import Connection
+
+PLAIN = send.compiled_prepare_plain()
+pytestmark = pytest.mark.skipif(PLAIN is None, reason="accelerators not built")
+TOPIC = "PlainTopic"
+
+
+class _Peer(Connection):
+    """A connection that is never opened: the processor reads only its address."""
+
+    def __init__(self) -> None:
+        self.remote_address = "127.0.0.1:40000"
+
+
+def v2_fields(**changes: str | None) -> dict[str, str]:
+    fields: dict[str, str | None] = {
+        "a": "group", "b": TOPIC, "c": "TBW102", "d": "4", "e": "3", "f": "0",
+        "g": "1700000000000", "h": "0",
+        "i": "UNIQ_KEY\x01U1\x02WAIT\x01true\x02TAGS\x01TagA\x02KEYS\x01k1 k2\x02",
+        "j": "0", "k": "false", "l": "16", "m": "false",
+    }  # fmt: skip
+    fields.update(changes)
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def v1_fields(**changes: str | None) -> dict[str, str]:
+    names = dict(zip("abcdefghijklm", (
+        "producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag",
+        "bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes",
+        "batch",
+    ), strict=True))  # fmt: skip
+    return {names[key]: value for key, value in v2_fields(**changes).items()}
+
+
+def outcome(ready: Ready | RemotingCommand) -> tuple[object, ...]:
+    """What a prepared send decides: its store messages and what its answer names."""
+    if isinstance(ready, RemotingCommand):
+        return ("refused", ready.code, ready.remark)
+    messages = [
+        tuple(bytes(value) if isinstance(value, memoryview) else value
+              for value in (getattr(m, f.name) for f in fields(m)))
+        for m in ready.messages
+    ]  # fmt: skip
+    return (messages, ready.topic, ready.queue_id, ready.body_bytes, ready.wait_flush)
+
+
+@pytest.fixture
+def processors(context: BrokerContext) -> tuple[send.SendProcessor, send.SendProcessor]:
+    """A processor with the kernel and one with the Python path only; the topic known."""
+    context.topics.update(TopicConfig(TOPIC, read_queue_nums=8, write_queue_nums=8))
+    compiled = send.SendProcessor(context, PLAIN)
+    python = send.SendProcessor(context)
+    python._plain = None
+    return compiled, python
+
+
+def kernel(processor: send.SendProcessor, request: RemotingCommand, v2: bool) -> Ready | None:
+    """What the kernel alone makes of ``request`` with ``processor``'s topic states."""
+    assert PLAIN is not None
+    states, configs = processor._states, processor._topics.table
+    entry = processor._cluster_entry
+    return PLAIN(request, v2, states, configs, entry, bytes(8), Ready, InnerMessage, DispatchHints)
+
+
+def prepare(
+    processors: tuple[send.SendProcessor, send.SendProcessor], ext: dict[str, str], code: int
+) -> tuple[tuple[object, ...], tuple[object, ...], Ready | None]:
+    """Both processors' outcomes, twice each (the first caches the topic's state), and
+    what the kernel alone made of it."""
+    compiled, python = processors
+    peer = _Peer()
+    body = memoryview(b"hello world")
+    v2 = code != RequestCode.SEND_MESSAGE
+    assert PLAIN is not None
+    primer = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2_fields(), body)
+    compiled._prepare(peer, primer, True)  # the topic's state cached
+    request = RemotingCommand.request(code, dict(ext), body)
+    alone = kernel(compiled, request, v2)
+    results = []
+    for processor in (compiled, python, compiled, python):
+        request = RemotingCommand.request(code, dict(ext), body)
+        results.append(outcome(processor._prepare(peer, request, v2)))
+    assert results[0] == results[2]
+    assert results[1] == results[3]
+    return results[0], results[1], alone
+
+
+@pytest.mark.parametrize(
+    ("code", "fields"),
+    [
+        (RequestCode.SEND_MESSAGE_V2, v2_fields()),
+        (RequestCode.SEND_MESSAGE, v1_fields()),
+        (RequestCode.SEND_MESSAGE_V2, v2_fields(i=None, j=None, k=None, l=None, m=None)),
+        (RequestCode.SEND_MESSAGE_V2, v2_fields(i="WAIT\x01FALSE\x02TAGS\x01é\x01x")),
+        (RequestCode.SEND_MESSAGE_V2, v2_fields(i="\x02\x02a\x01\x02\x01b\x02ok\x01v")),
+        (RequestCode.SEND_MESSAGE_V2, v2_fields(f="-3", h="-7", j="2", m="no")),
+    ],
+)
+def test_a_plain_send_is_prepared_alike(
+    processors: tuple[send.SendProcessor, send.SendProcessor], code: int, fields: dict[str, str]
+) -> None:
+    compiled, python, alone = prepare(processors, fields, code)
+    assert compiled == python
+    assert alone is not None, "a plain send is the kernel's"
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        v2_fields(m="true"),  # a batch
+        v2_fields(m="1"),
+        v2_fields(e="8"),  # over the limit: refused
+        v2_fields(e=" 3"),  # lenient integers: Python's int()
+        v2_fields(g="+1"),
+        v2_fields(h="1_0"),
+        v2_fields(d="x"),  # malformed: refused
+        v2_fields(b=None),  # missing
+        v2_fields(b="Unknown"),  # auto-created
+        v2_fields(b="%RETRY%group"),
+        v2_fields(i="DELAY\x013"),
+        v2_fields(i="TRAN_MSG\x01true"),
+        v2_fields(i="CLUSTER\x01mine"),
+        v2_fields(i="TAGS\x01a\x02TAGS\x01b"),  # repeated: the dict keeps the last value
+        v2_fields(i="TAGS\x01\ud800"),  # a lone surrogate
+        v2_fields(j="x"),
+        v2_fields(l="1.5"),
+    ],
+)
+def test_any_other_send_is_left_to_python(
+    processors: tuple[send.SendProcessor, send.SendProcessor], fields: dict[str, str]
+) -> None:
+    compiled, python, alone = prepare(processors, fields, RequestCode.SEND_MESSAGE_V2)
+    assert compiled == python
+    assert alone is None
+
+
+def test_a_send_without_a_queue_is_left_to_python(context: BrokerContext) -> None:
+    """The broker picks its queue, round robin from a random start per topic state."""
+    context.topics.update(TopicConfig(TOPIC, read_queue_nums=8, write_queue_nums=8))
+    processor = send.SendProcessor(context, PLAIN)
+    request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2_fields(e="-1"), b"b")
+    first = processor._prepare(_Peer(), request, True)
+    assert isinstance(first, Ready)
+    assert 0 <= first.queue_id < 8
+    assert kernel(processor, request, True) is None
+
+
+_text = st.text(alphabet=st.sampled_from("ab\x01\x02WAITGSKEYUNQ_é1"), max_size=30)
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)  # one topic for all
+@given(properties=_text, queue=st.sampled_from(["0", "7", "-0", "007", "9", "1a"]))
+def test_any_properties_are_prepared_alike(context: BrokerContext, properties: str,
+                                           queue: str) -> None:  # fmt: skip
+    context.topics.update(TopicConfig(TOPIC, read_queue_nums=8, write_queue_nums=8))
+    compiled = send.SendProcessor(context, PLAIN)
+    python = send.SendProcessor(context)
+    python._plain = None
+    ext = v2_fields(i=properties, e=queue)
+    results, _, _ = prepare((compiled, python), ext, RequestCode.SEND_MESSAGE_V2)
+    assert results == prepare((python, compiled), ext, RequestCode.SEND_MESSAGE_V2)[0]
