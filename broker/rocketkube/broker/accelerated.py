@@ -6,7 +6,8 @@ without them, or run with ``ROCKETKUBE_NO_EXTENSIONS=1``, runs the Python loops.
 from __future__ import annotations
 
 from rocketkube.broker.processors import send
-from rocketkube.broker.store import commitlog
+from rocketkube.broker.store import commitlog, dispatch
+from rocketkube.common.remoting import frame
 
 __all__ = ["accelerated"]
 
@@ -14,8 +15,12 @@ __all__ = ["accelerated"]
 def accelerated() -> list[str]:
     """The names of the compiled accelerators in use."""
     names: list[str] = []
+    if frame.compiled_scan() is not None:
+        names.append("frame scan")
     if commitlog.compiled_encode_run() is not None:
         names.append("commit log append")
+    if dispatch.compiled_dispatch_run() is not None:
+        names.append("dispatch")
     if send.compiled_prepare_plain() is not None:
         names.append("plain send preparation")
     return names

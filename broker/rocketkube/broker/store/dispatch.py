@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Callable, Sequence
+from typing import Final, TypeAlias
 
 from rocketkube.broker.store import consume_queue, index, model, settings
+from rocketkube.common import accelerators
 from rocketkube.common.message import hashing, record
 
 __all__ = ["SCHEDULE_TOPIC", "Dispatcher", "property_value"]
@@ -61,6 +62,25 @@ def property_value(properties: bytes, name: bytes) -> bytes | None:
     return value or None
 
 
+Arrived: TypeAlias = dict[tuple[str, int], tuple[consume_queue.ConsumeQueue, list[int]]]
+DispatchRun: TypeAlias = Callable[
+    ["Dispatcher", Sequence[model.InnerMessage], Sequence[model.AppendResult],
+     list[tuple[int, int, int]] | None, Arrived],
+    None,
+]  # fmt: skip
+
+
+def compiled_dispatch_run() -> DispatchRun | None:
+    """The compiled dispatch loop (``_dispatch.pyx``), or None: not built, or turned off."""
+    if not accelerators.wanted():
+        return None
+    try:
+        from rocketkube.broker.store import _dispatch
+    except ImportError:
+        return None
+    return _dispatch.dispatch_run
+
+
 class Dispatcher:
     """Feeds the consume queues and the index; calls the arrival listeners."""
 
@@ -69,13 +89,17 @@ class Dispatcher:
         queues: consume_queue.ConsumeQueueTable,
         index_service: index.IndexService | None,
         config: settings.StoreConfig,
+        dispatch_run: DispatchRun | None = None,
     ) -> None:
+        """``dispatch_run`` does what :meth:`dispatch_run` does (the compiled
+        ``_dispatch.pyx`` by default when built)."""
         self._queues = queues
         self._index = index_service
         self._delays = config.delay_levels_ms()
         self._tags: dict[str, int] = {}
         self._seeds: dict[str, int] = {}
         self.listeners: list[model.ArrivalListener] = []
+        self._dispatch_run = dispatch_run or compiled_dispatch_run() or Dispatcher.dispatch_run
 
     # -- codes -----------------------------------------------------------------------------
 
@@ -141,9 +165,26 @@ class Dispatcher:
 
         Index entries of the whole batch are collected first and added in one call (one
         header update per batch)."""
-        queues = self._queues
         keyed: list[tuple[int, int, int]] | None = [] if self._index is not None else None
         arrived: dict[tuple[str, int], tuple[consume_queue.ConsumeQueue, list[int]]] = {}
+        self._dispatch_run(self, messages, results, keyed, arrived)
+        if keyed:
+            assert self._index is not None
+            self._index.add_many(keyed)
+        if self.listeners and arrived:
+            self._notify(arrived)
+
+    def dispatch_run(
+        self,
+        messages: Sequence[model.InnerMessage],
+        results: Sequence[model.AppendResult],
+        keyed: list[tuple[int, int, int]] | None,
+        arrived: dict[tuple[str, int], tuple[consume_queue.ConsumeQueue, list[int]]],
+    ) -> None:
+        """Consume queue entries of a just-appended run now; its index entries appended to
+        ``keyed`` (None: no index) and each queue that grew in ``arrived``, with its tags
+        codes. (``_dispatch.pyx`` is this loop compiled.)"""
+        queues = self._queues
         queue: consume_queue.ConsumeQueue | None = None
         codes: list[int] = []
         last_key: tuple[str, int] | None = None
@@ -170,11 +211,6 @@ class Dispatcher:
             if keyed is not None and tx != _ROLLBACK:
                 self._index_keys(topic, properties, result.physical_offset,
                                  result.store_timestamp, keyed, message.hints)  # fmt: skip
-        if keyed:
-            assert self._index is not None
-            self._index.add_many(keyed)
-        if self.listeners and arrived:
-            self._notify(arrived)
 
     def _notify(
         self, arrived: dict[tuple[str, int], tuple[consume_queue.ConsumeQueue, list[int]]]

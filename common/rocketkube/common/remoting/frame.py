@@ -25,12 +25,12 @@ dict serialized and the frame assembled per answer.
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, TypeAlias
 
 import orjson
 
-from rocketkube.common import errors
+from rocketkube.common import accelerators, errors
 from rocketkube.common.remoting import codes
 from rocketkube.common.remoting.command import (
     FLAG_RESPONSE,
@@ -254,6 +254,26 @@ def decode_frame(frame: memoryview) -> RemotingCommand:
     return cmd
 
 
+Scan: TypeAlias = Callable[
+    [memoryview, int, type[RemotingCommand], codes.SerializeType,
+     Callable[[memoryview], RemotingCommand], type[errors.ProtocolError],
+     type[errors.FrameTooLargeError]],
+    tuple[list[RemotingCommand], int],
+]  # fmt: skip
+
+
+def compiled_scan() -> Scan | None:
+    """The compiled twin of :meth:`FrameDecoder.scan` (``_frames.pyx``), or None: not
+    built, or turned off."""
+    if not accelerators.wanted():
+        return None
+    try:
+        from rocketkube.common.remoting import _frames
+    except ImportError:
+        return None
+    return _frames.scan
+
+
 class FrameDecoder:
     """Incremental decoder: feed it received bytes, get back every complete command.
 
@@ -261,11 +281,14 @@ class FrameDecoder:
     straddles two chunks is copied once into the carry-over buffer.
     """
 
-    __slots__ = ("_carry", "max_frame_length")
+    __slots__ = ("_carry", "_scan", "max_frame_length")
 
-    def __init__(self, max_frame_length: int = MAX_FRAME_LENGTH) -> None:
+    def __init__(self, max_frame_length: int = MAX_FRAME_LENGTH, scan: Scan | None = None) -> None:
+        """``scan`` splits a chunk as :meth:`scan` does (:func:`compiled_scan`'s by
+        default when built)."""
         self._carry = bytearray()
         self.max_frame_length = max_frame_length
+        self._scan = scan or compiled_scan() or FrameDecoder.scan
 
     @property
     def buffered(self) -> int:
@@ -277,25 +300,41 @@ class FrameDecoder:
             data = bytes(self._carry)
             self._carry.clear()
         view = memoryview(data)
+        out, pos = self._scan(
+            view, self.max_frame_length, RemotingCommand, codes.SerializeType.JSON,
+            decode_frame, errors.ProtocolError, errors.FrameTooLargeError,
+        )  # fmt: skip
+        if pos < len(view):
+            self._carry += view[pos:]
+        return out
+
+    @staticmethod
+    def scan(
+        view: memoryview,
+        max_frame_length: int,
+        command_type: type[RemotingCommand],
+        json_type: codes.SerializeType,
+        decode: Callable[[memoryview], RemotingCommand],
+        protocol_error: type[errors.ProtocolError],
+        too_large_error: type[errors.FrameTooLargeError],
+    ) -> tuple[list[RemotingCommand], int]:
+        """The commands of every complete frame in ``view`` and where the first
+        incomplete one starts. (The types are passed in for the compiled twin's sake.)"""
         size = len(view)
         pos = 0
         out: list[RemotingCommand] = []
         while size - pos >= 4:
             (length,) = _I32.unpack_from(view, pos)
-            if length < 4 or length > self.max_frame_length:
-                if length > self.max_frame_length:
-                    raise errors.FrameTooLargeError(
-                        f"frame length {length} exceeds {self.max_frame_length}"
-                    )
-                raise errors.ProtocolError(f"frame length {length} is below the minimum of 4")
+            if length < 4 or length > max_frame_length:
+                if length > max_frame_length:
+                    raise too_large_error(f"frame length {length} exceeds {max_frame_length}")
+                raise protocol_error(f"frame length {length} is below the minimum of 4")
             end = pos + 4 + length
             if end > size:
                 break
-            out.append(decode_frame(view[pos + 4 : end]))
+            out.append(decode(view[pos + 4 : end]))
             pos = end
-        if pos < size:
-            self._carry += view[pos:]
-        return out
+        return out, pos
 
 
 class TemplatedResponse(RemotingCommand):

@@ -1,0 +1,103 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The dispatcher's loop over a just-appended run, compiled: :func:`dispatch_run` does
+what ``Dispatcher.dispatch_run`` does (consume queue entries, index keys collected,
+queues that grew), with the same results.
+
+A message with dispatch hints on an ordinary topic, its tags code and its topic's index
+seed already cached, is handled here; for any other the Python methods are called
+(``tags_code``, ``_index_keys``), so their rules stay in one place.
+``tests/broker/store/test_dispatch_kernel.py`` holds the two to the same files.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.string cimport memchr
+
+
+cdef extern from "zlib.h" nogil:
+    unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned int len)
+
+
+cdef int _PREPARED = 0x4
+cdef int _ROLLBACK = 0xC
+cdef int _TX_MASK = 0xC
+cdef long long _INT_MAX = 0x7FFFFFFF
+_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+
+
+cdef inline object _key_hash(bytes key, unsigned long seed, Py_ssize_t start, Py_ssize_t end):
+    return <long long>(crc32(seed, <const unsigned char *>PyBytes_AS_STRING(key) + start,
+                             <unsigned int>(end - start)) & _INT_MAX)
+
+
+def dispatch_run(object dispatcher, messages, results, object keyed, dict arrived):
+    """Dispatch ``messages`` (appended as ``results``) for ``dispatcher``: consume queue
+    entries now, index entries appended to ``keyed`` (None: no index), each queue that
+    grew in ``arrived`` with its tags codes."""
+    queues = dispatcher._queues
+    cdef dict tag_codes = dispatcher._tags
+    cdef dict seeds = dispatcher._seeds
+    tags_code = dispatcher.tags_code
+    index_keys = dispatcher._index_keys
+    cdef object last_key = None
+    cdef object queue = None
+    cdef list codes = None
+    cdef int tx
+    cdef bytes raw
+    cdef const char *text
+    cdef const char *space
+    cdef Py_ssize_t n, at, stop
+    cdef unsigned long seed
+    if len(messages) != len(results):
+        raise ValueError("zip() arguments have different lengths")  # as strict=True
+    for i in range(len(messages)):
+        message = messages[i]
+        result = results[i]
+        topic = message.topic
+        tx = message.sys_flag & _TX_MASK
+        properties = message.properties
+        hints = message.hints
+        if tx != _PREPARED and tx != _ROLLBACK:
+            key = (topic, message.queue_id)
+            if key != last_key:
+                found = arrived.get(key)
+                if found is None:
+                    queue = queues.find_or_create(topic, message.queue_id)
+                    codes = []
+                    arrived[key] = (queue, codes)
+                else:
+                    queue, codes = found
+                last_key = key
+            code = None
+            if hints is not None and topic != _SCHEDULE_TOPIC:
+                tags = hints.tags
+                code = 0 if tags is None else tag_codes.get(tags)
+            if code is None:
+                code = tags_code(topic, properties, result.store_timestamp, hints)
+            queue.put(result.queue_offset, result.physical_offset, result.size, code)
+            codes.append(code)
+        if keyed is not None and tx != _ROLLBACK:
+            cached = seeds.get(topic) if hints is not None else None
+            if cached is None:
+                index_keys(topic, properties, result.physical_offset, result.store_timestamp,
+                           keyed, hints)
+                continue
+            seed = <unsigned long>cached
+            phys = result.physical_offset
+            store_ts = result.store_timestamp
+            uniq = hints.uniq_key
+            if uniq is not None:
+                raw = uniq.encode()
+                (<list>keyed).append((_key_hash(raw, seed, 0, PyBytes_GET_SIZE(raw)), phys,
+                                      store_ts))
+            keys = hints.keys
+            if keys is not None:
+                raw = keys.encode()
+                text = PyBytes_AS_STRING(raw)
+                n = PyBytes_GET_SIZE(raw)
+                at = 0
+                while at <= n:
+                    space = <const char *>memchr(text + at, 32, n - at)
+                    stop = n if space == NULL else space - text
+                    if stop > at:
+                        (<list>keyed).append((_key_hash(raw, seed, at, stop), phys, store_ts))
+                    at = stop + 1

@@ -1,0 +1,17 @@
+"""Types of the compiled frame scan (``_frames.pyx``)."""
+
+from collections.abc import Callable
+
+from rocketkube.common import errors
+from rocketkube.common.remoting import codes
+from rocketkube.common.remoting.command import RemotingCommand
+
+def scan(
+    view: memoryview,
+    max_frame_length: int,
+    command_type: type[RemotingCommand],
+    json_type: codes.SerializeType,
+    decode_frame: Callable[[memoryview], RemotingCommand],
+    protocol_error: type[errors.ProtocolError],
+    too_large_error: type[errors.FrameTooLargeError],
+) -> tuple[list[RemotingCommand], int]: ...

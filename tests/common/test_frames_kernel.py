@@ -1,0 +1,121 @@
+"""The compiled frame scan (``_frames.pyx``) splits and decodes as ``FrameDecoder.scan``.
+
+Both decoders are fed the same bytes: the same commands (every field, bodies by value),
+the same bytes carried over, or the same error with the same message. Hypothesis draws
+whole commands in both serializations, JSON headers of any shape and raw bytes.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketkube.common import errors
+from rocketkube.common.remoting import frame
+from rocketkube.common.remoting.codes import SerializeType
+from rocketkube.common.remoting.command import RemotingCommand
+
+COMPILED = frame.compiled_scan()
+pytestmark = pytest.mark.skipif(COMPILED is None, reason="accelerators not built")
+
+
+def json_frame(header: object, body: bytes = b"", serialize: int = 0) -> bytes:
+    raw = header if isinstance(header, bytes) else orjson.dumps(header)
+    return struct.pack(">ii", 4 + len(raw) + len(body), serialize << 24 | len(raw)) + raw + body
+
+
+def fields(command: RemotingCommand) -> tuple[object, ...]:
+    return (command.code, command.opaque, command.flag, command.language, command.version,
+            command.remark, command.ext_fields, bytes(command.body),
+            command.serialize_type)  # fmt: skip
+
+
+def decoded(scan: frame.Scan | None, chunks: list[bytes]) -> object:
+    """Each chunk's commands, then what is carried over; or the error raised."""
+    decoder = frame.FrameDecoder(scan=scan)
+    try:
+        out: list[object] = [[fields(c) for c in decoder.feed(chunk)] for chunk in chunks]
+    except errors.ProtocolError as exc:
+        return (type(exc), str(exc))
+    return [*out, decoder.buffered]
+
+
+def alike(*chunks: bytes) -> None:
+    compiled = decoded(COMPILED, list(chunks))
+    assert compiled == decoded(frame.FrameDecoder.scan, list(chunks))
+
+
+SEND = {
+    "code": 310, "extFields": {"a": "g", "b": "T", "i": "TAGS\x01x"}, "flag": 0,
+    "language": "JAVA", "opaque": 7, "serializeTypeCurrentRPC": "JSON", "version": 409,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        [json_frame(SEND, b"body") * 3],
+        [json_frame(SEND, b"body")[:9], json_frame(SEND, b"body")[9:] + b"\x00\x00"],
+        [json_frame({**SEND, "extFields": {"d": 4, "k": True, "x": None}})],  # C++: coerced
+        [json_frame({"code": 1})],  # defaults
+        [json_frame({**SEND, "language": 1, "remark": 5})],  # numeric language, no remark
+        [json_frame({**SEND, "remark": "r"})],
+        [json_frame({**SEND, "opaque": True})],  # a bool is no integer: refused
+        [json_frame({**SEND, "code": "310"})],
+        [json_frame({**SEND, "extFields": [1]})],
+        [json_frame(b"[1,2]")],
+        [json_frame(b"{not json")],
+        [json_frame(b'{"code":1}\n ')],  # trailing white space
+        [json_frame(SEND, serialize=5)],  # unknown serialization
+        [json_frame(b"{}")[:4] + struct.pack(">i", 200) + b"{}"],  # header past the frame
+        [struct.pack(">ii", 3, 0)],  # below the minimum
+        [struct.pack(">i", 16 * 1024 * 1024 + 1)],  # too large
+        [json_frame(SEND) + struct.pack(">ii", 3, 0)],  # good, then bad: nothing returned
+        [
+            frame.encode_bytes(
+                RemotingCommand(5, 9, ext_fields={"k": "v"}, serialize_type=SerializeType.ROCKETMQ)
+            )
+        ],
+    ],
+)
+def test_the_same_commands_or_the_same_error(chunks: list[bytes]) -> None:
+    alike(*chunks)
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_headers = st.fixed_dictionaries(
+    {},
+    optional={
+        "code": _json_values,
+        "opaque": _json_values,
+        "flag": _json_values,
+        "version": _json_values,
+        "language": _json_values,
+        "remark": _json_values,
+        "extFields": st.dictionaries(st.text(max_size=4), _json_values, max_size=4) | _json_values,
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_headers, st.binary(max_size=20)), max_size=4), st.integers(0, 40))
+def test_any_json_headers_decode_alike(frames: list[tuple[dict[str, object], bytes]],
+                                       cut: int) -> None:  # fmt: skip
+    data = b"".join(json_frame(header, body) for header, body in frames)
+    alike(data[:cut], data[cut:])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300))
+def test_any_bytes_decode_alike(data: bytes) -> None:
+    alike(data)
