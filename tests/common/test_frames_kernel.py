@@ -119,3 +119,65 @@ def test_any_json_headers_decode_alike(frames: list[tuple[dict[str, object], byt
 @given(st.binary(max_size=300))
 def test_any_bytes_decode_alike(data: bytes) -> None:
     alike(data)
+
+
+TEMPLATED = frame.compiled_templated_frames()
+ODD_REGION = frame.ResponseTemplate(0, {"MSG_REGION": "a%sb%%c%d", "TRACE_ON": "é"}, ("x", "y"))
+STORED = frame.ResponseTemplate(0, {"MSG_REGION": "DefaultRegion"}, ("msgId", "queueId", "n"))
+
+
+def request(opaque: int, serialize: SerializeType = SerializeType.JSON,
+            oneway: bool = False) -> RemotingCommand:  # fmt: skip
+    made = RemotingCommand.request(310, {}, oneway=oneway)
+    made.opaque, made.serialize_type = opaque, serialize
+    return made
+
+
+def written(render: frame.TemplatedFrames, requests: list[RemotingCommand],
+            replies: list[object]) -> tuple[list[bytes], list[int]]:  # fmt: skip
+    outbox: frame.Outbox = []
+    rest = render(requests, replies, outbox)
+    return [bytes(data) for data in outbox], rest
+
+
+def test_templated_answers_are_written_alike() -> None:
+    assert TEMPLATED is not None
+    ids = ",".join(f"7F000001000027{n:018X}" for n in range(300))  # a batch's answer
+    runs: list[tuple[RemotingCommand, object]] = [
+        (request(1), STORED.response("7F0000010000271100000000000000A0", 3, 17)),
+        (request(-(2**31)), STORED.response(ids, 0, 2**62)),
+        (request(2**40), ODD_REGION.response("é%s", -5)),
+        (request(4, oneway=True), STORED.response("id", 1, 2)),  # nothing to write
+        (request(5, SerializeType.ROCKETMQ), STORED.response("id", 1, 2)),  # left
+        (request(6), STORED.response(1.5, None, 2**70)),  # rendered by json_frame
+        (request(7), RemotingCommand.response()),  # left
+        (request(8), None),  # left
+    ]
+    requests = [r for r, _ in runs]
+    replies = [reply for _, reply in runs]
+    compiled = written(TEMPLATED, requests, replies)
+    assert compiled == written(frame.templated_frames, requests, replies)
+    frames, rest = compiled
+    assert rest == [4, 6, 7]
+    expected = [reply.json_frame(r.opaque) for r, reply in runs[:3] + runs[5:6]]  # type: ignore[attr-defined]
+    assert frames == expected
+    assert frames[0] == frame.encode_bytes(
+        RemotingCommand(0, 1, 1, ext_fields={
+            "MSG_REGION": "DefaultRegion", "msgId": "7F0000010000271100000000000000A0",
+            "queueId": "3", "n": "17"})
+    )  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(max_size=12),
+    st.lists(st.text(max_size=8) | st.integers(-(2**64), 2**64), min_size=2, max_size=2),
+    st.integers(-(2**63), 2**63 - 1),
+)
+def test_any_template_and_values_are_written_alike(
+    region: str, values: list[object], opaque: int
+) -> None:
+    assert TEMPLATED is not None
+    template = frame.ResponseTemplate(0, {"MSG_REGION": region}, ("a", "b"))
+    runs = ([request(opaque)], [template.response(*values)])
+    assert written(TEMPLATED, *runs) == written(frame.templated_frames, *runs)  # type: ignore[arg-type]

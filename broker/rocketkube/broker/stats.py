@@ -37,6 +37,14 @@ class LatencyHistogram(Collector):
         self._counts[bisect.bisect_left(LATENCY_BUCKETS, seconds)] += 1
         self._sum += seconds
 
+    def observe_many(self, seconds: list[float]) -> None:
+        """:meth:`observe` of each, in one call (a run of pipelined sends)."""
+        counts = self._counts
+        where = bisect.bisect_left
+        for value in seconds:
+            counts[where(LATENCY_BUCKETS, value)] += 1
+        self._sum += sum(seconds)
+
     def collect(self) -> Iterator[HistogramMetricFamily]:
         cumulative, running = [], 0
         for bound, count in zip(_BOUNDS, list(self._counts), strict=True):

@@ -50,7 +50,6 @@ fed once per event loop turn instead of once per send.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Sequence
 from typing import Final, TypeAlias
@@ -58,13 +57,12 @@ from typing import Final, TypeAlias
 from rocketkube.broker import topics as topic_names
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.processors import send_batch
+from rocketkube.broker.processors.send_answers import Reply, SendAnswers
 from rocketkube.broker.processors.send_state import Ready, TopicState, Waiting
 from rocketkube.broker.settings import BrokerRole
 from rocketkube.broker.store import (
-    AppendResult,
     DispatchHints,
     InnerMessage,
-    PutResult,
     PutStatus,
 )
 from rocketkube.common import accelerators, errors
@@ -72,22 +70,18 @@ from rocketkube.common.message import ids, sysflag
 from rocketkube.common.message.properties import decode_properties, encode_properties
 from rocketkube.common.protocol import permission
 from rocketkube.common.protocol.send_headers import (
-    MSG_REGION,
-    TRACE_ON,
     SendFields,
     parse_send_header,
 )
 from rocketkube.common.protocol.topic_config import TopicConfig
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
-from rocketkube.common.remoting.command import FLAG_RESPONSE, RemotingCommand
+from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection
-from rocketkube.common.remoting.deferred import DeferredGroup, DeferredReply
+from rocketkube.common.remoting.deferred import DeferredGroup
 from rocketkube.common.remoting.dispatch import BatchingProcessor, Processor
-from rocketkube.common.remoting.frame import ResponseTemplate
 
 __all__ = ["SendProcessor", "compiled_prepare_plain", "table"]
 
-Reply = RemotingCommand | DeferredReply
 PreparePlain: TypeAlias = Callable[
     [RemotingCommand, bool, dict[str, TopicState], dict[str, TopicConfig], bytes, bytes,
      type[Ready], type[InnerMessage], type[DispatchHints]],
@@ -108,25 +102,6 @@ _MULTI_TAGS: Final = sysflag.MULTI_TAGS_FLAG
 _ANY_HOST: Final = bytes(8)
 _new: Final = tuple.__new__
 """Builds a named tuple without its ``__new__``, a Python function: 0.1 us less each."""
-
-_PUT_FAILURES: Final = {
-    PutStatus.SERVICE_NOT_AVAILABLE: (
-        ResponseCode.SERVICE_NOT_AVAILABLE,
-        "service not available now. It may be caused by one of the following reasons: "
-        "the broker's disk is full, messages are put to the slave, message store has been "
-        "shut down, etc.",
-    ),
-    PutStatus.CREATE_MAPPED_FILE_FAILED: (
-        ResponseCode.SYSTEM_ERROR,
-        "create mapped file failed, server is busy or broken.",
-    ),
-    PutStatus.MESSAGE_ILLEGAL: (ResponseCode.MESSAGE_ILLEGAL, "the message is illegal"),
-    PutStatus.PROPERTIES_SIZE_EXCEEDED: (
-        ResponseCode.MESSAGE_ILLEGAL,
-        "the message is illegal, properties length limit 32k",
-    ),
-    PutStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
-}
 
 
 def compiled_prepare_plain() -> PreparePlain | None:
@@ -151,32 +126,16 @@ class SendProcessor:
         settings = ctx.settings
         self._store = ctx.store
         self._topics = ctx.topics
-        self._stats = ctx.stats
-        self._observe_latency = ctx.stats.send_latency.observe
         self._cluster = settings.broker_cluster_name
         self._cluster_entry = f"CLUSTER\x01{self._cluster}".encode("utf-8", "replace")
         self._plain = plain or compiled_prepare_plain()
-        self._region = settings.region_id
-        self._trace = "true" if settings.trace_on else "false"
-        fixed = {MSG_REGION: self._region, TRACE_ON: self._trace}
-        variable = ("msgId", "queueId", "queueOffset")
-        self._stored_answers: dict[int, ResponseTemplate] = {
-            code: ResponseTemplate(code, fixed, variable)
-            for code in (
-                ResponseCode.SUCCESS,
-                ResponseCode.FLUSH_DISK_TIMEOUT,
-                ResponseCode.FLUSH_SLAVE_TIMEOUT,
-                ResponseCode.SLAVE_NOT_AVAILABLE,
-            )
-        }
-        sync_master = settings.broker_role is BrokerRole.SYNC_MASTER
-        self._replicas = ctx.replicas if sync_master else None
+        self._answers = SendAnswers(ctx)
+        self._fail = self._answers.fail
         self._is_slave = settings.broker_role is BrokerRole.SLAVE
         self._broker_ip = settings.broker_ip1
         self._max_delay_level = len(settings.message_delay_level.split())
         self._states: dict[str, TopicState] = {}
         self._hosts: dict[str, bytes] = {}
-        self._uncounted: dict[str, list[int]] = {}
 
     def table(self) -> dict[int, Processor]:
         many = self.send_many
@@ -206,8 +165,19 @@ class SendProcessor:
         replies: list[Reply | None] = []  # None: ready, answered once stored
         ready: list[tuple[int, Ready]] = []
         messages: list[InnerMessage] = []
+        plain = self._plain if self._writable_master() else None
+        if plain is not None:
+            states, configs, entry = self._states, self._topics.table, self._cluster_entry
+            born_host = self._born_host(conn.remote_address)
         for req in requests:
-            prepared = self._prepare(conn, req, req.code != RequestCode.SEND_MESSAGE)
+            v2 = req.code != RequestCode.SEND_MESSAGE
+            prepared: Ready | RemotingCommand | None = None
+            if plain is not None:
+                prepared = plain(
+                    req, v2, states, configs, entry, born_host, Ready, InnerMessage, DispatchHints
+                )
+            if prepared is None:
+                prepared = self._check(conn, req, v2)
             if isinstance(prepared, Ready):
                 ready.append((len(replies), prepared))
                 messages += prepared.messages
@@ -217,21 +187,28 @@ class SendProcessor:
         put = self._store.put_messages
         if len(ready) > 1:
             result = put(messages)
+            if (
+                result.status is PutStatus.PUT_OK
+                and result.flush is None
+                and not self._answers.waits_for_slaves
+            ):
+                self._answers.now(result.appended, ready, replies)
+                return replies
             if result.status is PutStatus.PUT_OK or result.appended:
                 group = DeferredGroup()
                 waiting = Waiting(result)
                 at = 0
                 for i, one in ready:
                     end = at + len(one.messages)
-                    replies[i] = self._answer(result, at, end, one, group, waiting)
+                    replies[i] = self._answers.one(result, at, end, one, group, waiting)
                     at = end
                 if waiting.replies:
-                    self._when_stored(group, waiting)
+                    self._answers.when_stored(group, waiting)
                 return replies
             # Refused before anything was written (an illegal message, a full segment):
             # store each on its own, so only the offending send fails.
         for i, one in ready:
-            replies[i] = self._answer_alone(put(one.messages), one)
+            replies[i] = self._answers.alone(put(one.messages), one)
         return replies
 
     # -- the path ----------------------------------------------------------------------
@@ -240,20 +217,26 @@ class SendProcessor:
         prepared = self._prepare(conn, req, v2)
         if isinstance(prepared, RemotingCommand):
             return prepared
-        return self._answer_alone(self._store.put_messages(prepared.messages), prepared)
+        return self._answers.alone(self._store.put_messages(prepared.messages), prepared)
 
     def _prepare(self, conn: Connection, req: RemotingCommand, v2: bool) -> Ready | RemotingCommand:
         """Check a send and build its store messages; a response when it is refused."""
         plain = self._plain
-        if plain is not None and not self._is_slave and self.ctx.permission & _W:
-            address = conn.remote_address
+        if plain is not None and self._writable_master():
             ready = plain(
                 req, v2, self._states, self._topics.table, self._cluster_entry,
-                self._hosts.get(address) or self._born_host(address),
-                Ready, InnerMessage, DispatchHints,
+                self._born_host(conn.remote_address), Ready, InnerMessage, DispatchHints,
             )  # fmt: skip
             if ready is not None:
                 return ready
+        return self._check(conn, req, v2)
+
+    def _writable_master(self) -> bool:
+        """Sends can be stored here: the compiled preparation checks nothing of the broker."""
+        return not self._is_slave and bool(self.ctx.permission & _W)
+
+    def _check(self, conn: Connection, req: RemotingCommand, v2: bool) -> Ready | RemotingCommand:
+        """:meth:`_prepare` in Python: every send, every refusal."""
         started = time.perf_counter()
         try:
             h = parse_send_header(req.ext_fields, v2=v2)
@@ -296,8 +279,7 @@ class SendProcessor:
             queue_id = state.pick_queue()
             if queue_id < 0:
                 return self._fail(ResponseCode.SYSTEM_ERROR, f"topic[{topic}] has no write queue")
-        address = conn.remote_address
-        born_host = self._hosts.get(address) or self._born_host(address)
+        born_host = self._born_host(conn.remote_address)
         if h.batch:
             return self._prepare_batch(h, state, queue_id, born_host, req.body, started)
         return self._prepare_one(h, req, state, queue_id, born_host, started)
@@ -444,6 +426,9 @@ class SendProcessor:
 
     def _born_host(self, address: str) -> bytes:
         """The connection's peer packed as BORNHOST (IPv4-mapped IPv6 as IPv4); cached."""
+        packed = self._hosts.get(address)
+        if packed is not None:
+            return packed
         try:
             packed = ids.pack_host(*ids.split_host_port(address))
         except errors.MessageFormatError:
@@ -453,141 +438,6 @@ class SendProcessor:
             hosts.clear()
         hosts[address] = packed
         return packed
-
-    # -- answers -----------------------------------------------------------------------
-
-    def _answer_alone(self, result: PutResult, ready: Ready) -> Reply:
-        """:meth:`_answer` for a send stored on its own."""
-        group = DeferredGroup()
-        waiting = Waiting(result)
-        reply = self._answer(result, 0, len(result.appended), ready, group, waiting)
-        if waiting.replies:
-            self._when_stored(group, waiting)
-        return reply
-
-    def _answer(
-        self,
-        result: PutResult,
-        first: int,
-        end: int,
-        ready: Ready,
-        group: DeferredGroup,
-        waiting: Waiting,
-    ) -> Reply:
-        """The response to a stored send, whose messages are ``result.appended[first:end]``;
-        one that waits for the flush is a member of ``group``, added to ``waiting`` (the
-        caller registers them all on the flush at once)."""
-        if result.status is not PutStatus.PUT_OK:
-            code, remark = _PUT_FAILURES.get(
-                result.status, (ResponseCode.SYSTEM_ERROR, str(result.status))
-            )
-            if result.error:
-                remark = f"{remark}: {result.error}"
-            return self._fail(code, remark)
-        uncounted = self._uncounted
-        topic = ready.topic
-        count = len(ready.messages)
-        counts = uncounted.get(topic)
-        if counts is not None:
-            counts[0] += count
-            counts[1] += ready.body_bytes
-        else:
-            none_yet = not uncounted
-            uncounted[topic] = [count, ready.body_bytes]
-            if none_yet:
-                self._schedule_count()
-        if ready.wait_flush and (result.flush is not None or self._replicas is not None):
-            reply = group.member()
-            waiting.replies.append(reply)
-            waiting.firsts.append(first)
-            waiting.ends.append(end)
-            waiting.queue_ids.append(ready.queue_id)
-            waiting.started.append(ready.started)
-            return reply
-        return self._stored(
-            ResponseCode.SUCCESS, result.appended, first, end, ready.queue_id, ready.started
-        )
-
-    def _when_stored(self, group: DeferredGroup, waiting: Waiting) -> None:
-        """Answer the waiting sends once the group commit covering them is on disk (or
-        timed out: FLUSH_DISK_TIMEOUT), then, on a SYNC_MASTER, once a slave has them
-        (or not: FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE).
-
-        The group of deferred replies is resolved by one callback on the flush and one on
-        the slave's acknowledgement, not a task or a future per send: thousands of sends
-        wait on one fsync, and the connection answers them in the call that resolves it."""
-
-        appended = waiting.result.appended
-        ticket = waiting.result.flush
-
-        def answer(code: int) -> None:
-            stored = self._stored
-            w = waiting
-            group.resolve(
-                w.replies,
-                [
-                    stored(code, appended, first, end, queue_id, started)
-                    for first, end, queue_id, started in zip(
-                        w.firsts, w.ends, w.queue_ids, w.started, strict=True
-                    )
-                ],
-            )
-
-        def flushed(status: PutStatus) -> None:
-            if status is not PutStatus.PUT_OK:
-                answer(ResponseCode.FLUSH_DISK_TIMEOUT)
-            elif self._replicas is None:
-                answer(ResponseCode.SUCCESS)
-            else:
-                last = appended[max(waiting.ends) - 1]
-                end = last.physical_offset + last.size
-                self._replicas.when_acked(end, answer)
-
-        if ticket is None:
-            flushed(PutStatus.PUT_OK)
-        else:
-            ticket.add_done_callback(flushed)
-
-    def _schedule_count(self) -> None:
-        """Count stored messages once per event loop turn, not per send: the Prometheus
-        counters cost microseconds each (a lock and a label lookup), and a turn serves
-        every request of the chunks just read. Without a running loop, count now."""
-        try:
-            asyncio.get_running_loop().call_soon(self._count)
-        except RuntimeError:
-            self._count()
-
-    def _count(self) -> None:
-        uncounted, self._uncounted = self._uncounted, {}
-        stored = self._stats.stored
-        for topic, (count, body_bytes) in uncounted.items():
-            stored(topic, count, body_bytes)
-
-    def _stored(
-        self,
-        code: int,
-        appended: Sequence[AppendResult],
-        first: int,
-        end: int,
-        queue_id: int,
-        started: float,
-    ) -> RemotingCommand:
-        """The response naming the send's messages, ``appended[first:end]``."""
-        head = appended[first]
-        if end - first == 1:
-            msg_id = head.msg_id
-        else:
-            msg_id = ",".join([a.msg_id for a in appended[first:end]])
-        self._observe_latency(time.perf_counter() - started)
-        return self._stored_answers[code].response(msg_id, queue_id, head.queue_offset)
-
-    def _fail(self, code: int, remark: str) -> RemotingCommand:
-        return RemotingCommand(
-            code,
-            flag=FLAG_RESPONSE,
-            remark=remark,
-            ext_fields={MSG_REGION: self._region, TRACE_ON: self._trace},
-        )
 
 
 def table(ctx: BrokerContext) -> dict[int, Processor]:

@@ -1,6 +1,6 @@
 """Types of the compiled frame scan (``_frames.pyx``)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from rocketkube.common import errors
 from rocketkube.common.remoting import codes
@@ -15,3 +15,8 @@ def scan(
     protocol_error: type[errors.ProtocolError],
     too_large_error: type[errors.FrameTooLargeError],
 ) -> tuple[list[RemotingCommand], int]: ...
+def templated_frames(
+    requests: Sequence[RemotingCommand],
+    replies: Sequence[object],
+    outbox: list[bytes | bytearray | memoryview],
+) -> list[int]: ...

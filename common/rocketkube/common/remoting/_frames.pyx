@@ -1,7 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The frame decoder's scan, compiled: :func:`scan` splits received bytes into commands
-as ``FrameDecoder.scan`` does (the layout is drawn in ``frame``), with the same commands,
-the same end position and the same errors.
+"""The frame decoder's scan and the writing of templated answers, compiled.
+
+:func:`scan` splits received bytes into commands as ``FrameDecoder.scan`` does (the
+layout is drawn in ``frame``), with the same commands, the same end position and the same
+errors; :func:`templated_frames` writes a run's templated answers as
+``frame.templated_frames`` does, joining each template's parts and values instead of a
+string format per answer.
 
 A JSON header whose fields need nothing done (a dict of string extFields, integer code,
 opaque, flag and version, a string language) becomes its command here; any other frame
@@ -11,6 +15,11 @@ opaque, flag and version, a string language) becomes its command here; any other
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytearray cimport PyByteArray_AS_STRING
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
+from libc.stdio cimport snprintf
+from libc.string cimport memcpy
 
 from orjson import JSONDecodeError, loads
 
@@ -100,3 +109,100 @@ def scan(
     finally:
         PyBuffer_Release(&buf)
     return out, pos
+
+
+cdef Py_ssize_t _value_size(object value):
+    """Bytes ``str(value)`` takes at most, for a str or an int; -1 for anything else."""
+    cdef Py_ssize_t n
+    if type(value) is str:
+        PyUnicode_AsUTF8AndSize(value, &n)
+        return n
+    if type(value) is int:
+        return 24
+    return -1
+
+
+cdef Py_ssize_t _put_value(object value, char *out) except -1:
+    """Write ``str(value)`` (a str or an int within 64 bits) at ``out``; its length."""
+    cdef Py_ssize_t n
+    cdef const char *text
+    cdef long long number
+    if type(value) is str:
+        text = PyUnicode_AsUTF8AndSize(value, &n)
+        memcpy(out, text, n)
+        return n
+    number = value  # OverflowError past 64 bits: the caller renders it in Python
+    return snprintf(out, 24, "%lld", number)
+
+
+cdef object _render(object reply, long long opaque):
+    """The frame of a templated response answering ``opaque``, as ``json_frame`` makes
+    it; None when a value is neither a str nor an int (``json_frame`` renders it)."""
+    cdef tuple parts = reply._template.parts
+    cdef tuple values = reply._values
+    cdef Py_ssize_t count = len(values), i, at = 8, size = 8 + 24, n
+    cdef char *out
+    if len(parts) != count + 2:
+        return None
+    for part in parts:
+        size += PyBytes_GET_SIZE(part)
+    for value in values:
+        n = _value_size(value)
+        if n < 0:
+            return None
+        size += n
+    cdef bytearray scratch = bytearray(size)
+    out = PyByteArray_AS_STRING(scratch)
+    for i in range(count + 2):
+        part = parts[i]
+        memcpy(out + at, PyBytes_AS_STRING(part), PyBytes_GET_SIZE(part))
+        at += PyBytes_GET_SIZE(part)
+        if i < count:
+            at += _put_value(values[i], out + at)
+        elif i == count:
+            at += snprintf(out + at, 24, "%lld", opaque)
+    _put32(<unsigned char *>out, at - 4)
+    _put32(<unsigned char *>out + 4, at - 8)
+    return PyBytes_FromStringAndSize(out, at)
+
+
+cdef inline void _put32(unsigned char *p, long v) noexcept nogil:
+    p[0] = (v >> 24) & 0xFF
+    p[1] = (v >> 16) & 0xFF
+    p[2] = (v >> 8) & 0xFF
+    p[3] = v & 0xFF
+
+
+def templated_frames(requests, replies, list outbox):
+    """``frame.templated_frames``: the frames of the templated answers to JSON requests
+    appended to ``outbox``; the indexes of the other replies."""
+    cdef list rest = []
+    cdef Py_ssize_t i, count = len(requests)
+    cdef long long opaque
+    if len(replies) != count:
+        raise ValueError("zip() arguments have different lengths")  # as strict=True
+    for i in range(count):
+        request = requests[i]
+        reply = replies[i]
+        if type(reply) is _TEMPLATED and request.serialize_type is _JSON_TYPE:
+            if not request.flag & _ONEWAY:
+                data = None
+                try:
+                    opaque = request.opaque
+                    data = _render(reply, opaque)
+                except OverflowError:
+                    pass
+                if data is None:
+                    data = reply.json_frame(request.opaque)
+                outbox.append(data)
+        else:
+            rest.append(i)
+    return rest
+
+
+from rocketkube.common.remoting.codes import SerializeType as _SerializeType
+from rocketkube.common.remoting.command import FLAG_ONEWAY as _FLAG_ONEWAY
+from rocketkube.common.remoting.frame import TemplatedResponse as _TEMPLATED
+
+_JSON_TYPE = _SerializeType.JSON
+cdef long _ONEWAY = _FLAG_ONEWAY

@@ -71,6 +71,7 @@ class Connection(asyncio.Protocol):
         self._idle_timeout = idle_timeout
         self._on_close = on_close
         self._decoder = frame.FrameDecoder()
+        self._templated_frames = frame.compiled_templated_frames() or frame.templated_frames
         # opaque -> (future, deadline, request code, timeout); one timer per connection, at
         # the earliest deadline.
         self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], float, int, float]] = {}
@@ -310,7 +311,10 @@ class Connection(asyncio.Protocol):
                 self._reply(request, _failure(request, exc))
             return
         groups: dict[DeferredGroup, _Held] | None = None
-        for request, reply in zip(requests, replies, strict=True):
+        # The common answers of a run (stored sends) are written as _reply_to would.
+        rest = self._templated_frames(requests, replies, self._writing())
+        for at in rest:
+            request, reply = requests[at], replies[at]
             if type(reply) is not DeferredReply or reply.group is None:
                 self._answer(request, reply)
                 continue

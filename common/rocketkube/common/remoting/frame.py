@@ -33,6 +33,7 @@ import orjson
 from rocketkube.common import accelerators, errors
 from rocketkube.common.remoting import codes
 from rocketkube.common.remoting.command import (
+    FLAG_ONEWAY,
     FLAG_RESPONSE,
     SERVER_VERSION,
     Body,
@@ -396,7 +397,7 @@ class ResponseTemplate:
     as they are, unchecked, as this is for hot paths.
     """
 
-    __slots__ = ("code", "fixed", "header", "variable")
+    __slots__ = ("code", "fixed", "header", "parts", "variable")
 
     _MARK = "\x00{}\x00"
 
@@ -414,12 +415,73 @@ class ResponseTemplate:
                 raise ValueError(f"response template: {mark!r} is not in the header once")
             text = text.replace(mark, placeholder)
         self.header = text
+        self.parts = _literal_parts(text)
+        """The header's UTF-8 around its placeholders (the variable values, then the
+        opaque), ``%%`` unescaped: what a compiled renderer joins with the values."""
 
     def response(self, *values: object) -> TemplatedResponse:
         """The response with ``values`` (``str()`` of each) for the variable extFields, in
         their order."""
         return TemplatedResponse(self, values)
 
+
+def _literal_parts(text: str) -> tuple[bytes, ...]:
+    """``text`` (a %-format of ``%s`` and ``%d`` placeholders) cut at its placeholders."""
+    parts: list[str] = []
+    current: list[str] = []
+    at = 0
+    while at < len(text):
+        char = text[at]
+        if char == "%":
+            follower = text[at + 1]
+            if follower == "%":
+                current.append("%")
+            else:
+                parts.append("".join(current))
+                current = []
+            at += 2
+            continue
+        current.append(char)
+        at += 1
+    parts.append("".join(current))
+    return tuple(part.encode() for part in parts)
+
+
+Outbox: TypeAlias = list[bytes | bytearray | memoryview]
+TemplatedFrames: TypeAlias = Callable[
+    [Sequence[RemotingCommand], Sequence[object], Outbox], list[int]
+]
+
+
+def templated_frames(
+    requests: Sequence[RemotingCommand], replies: Sequence[object], outbox: Outbox
+) -> list[int]:
+    """Write the answers of a run that are templated responses to JSON requests:
+    each one's frame appended to ``outbox`` (none for a oneway request). The indexes of
+    the other replies are returned, for the caller to answer. (``_frames.pyx`` has this
+    compiled.)"""
+    rest: list[int] = []
+    for i, (request, reply) in enumerate(zip(requests, replies, strict=True)):
+        if type(reply) is TemplatedResponse and request.serialize_type is _JSON:
+            if not request.flag & FLAG_ONEWAY:
+                outbox.append(reply.json_frame(request.opaque))
+        else:
+            rest.append(i)
+    return rest
+
+
+def compiled_templated_frames() -> TemplatedFrames | None:
+    """The compiled twin of :func:`templated_frames`, or None: not built, or turned off."""
+    if not accelerators.wanted():
+        return None
+    try:
+        from rocketkube.common.remoting import _frames
+    except ImportError:
+        return None
+    return _frames.templated_frames
+
+
+_JSON: Final = codes.SerializeType.JSON
 
 #: An opaque no header holds by chance (the JSON of its digits is unique in a template).
 _TEMPLATE_OPAQUE: Final = 7_261_902_417_333_919
