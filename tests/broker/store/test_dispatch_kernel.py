@@ -134,3 +134,12 @@ def test_any_runs_are_dispatched_alike(
         pair.check()
     finally:
         pair.close()
+
+
+def test_consume_queue_files_roll_alike(pair: Pair) -> None:
+    """250 entries in one queue cross two 100-entry consume queue files."""
+    for first in range(0, 250, 32):
+        pair.put([message(TAGS=f"T{n % 3}", UNIQ_KEY=f"U{n}") for n in range(first, first + 32)])
+    pair.check()
+    files = [name for name in pair.files("python") if name.startswith("consumequeue")]
+    assert len(files) == 3

@@ -4,11 +4,13 @@ what ``Dispatcher.dispatch_run`` does (consume queue entries, index keys collect
 queues that grew), with the same results.
 
 A message with dispatch hints on an ordinary topic, its tags code and its topic's index
-seed already cached, is handled here; for any other the Python methods are called
-(``tags_code``, ``_index_keys``), so their rules stay in one place.
+seed already cached, is handled here, and so is a consume queue entry that goes right
+after the last one in its file's room; for any other the Python methods are called
+(``tags_code``, ``_index_keys``, ``ConsumeQueue.put``), so their rules stay in one place.
 ``tests/broker/store/test_dispatch_kernel.py`` holds the two to the same files.
 """
 
+from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.string cimport memchr
 
@@ -27,6 +29,45 @@ _SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 cdef inline object _key_hash(bytes key, unsigned long seed, Py_ssize_t start, Py_ssize_t end):
     return <long long>(crc32(seed, <const unsigned char *>PyBytes_AS_STRING(key) + start,
                              <unsigned int>(end - start)) & _INT_MAX)
+
+
+cdef inline void _put64(unsigned char *p, long long v) noexcept nogil:
+    cdef int i
+    for i in range(8):
+        p[7 - i] = (v >> (8 * i)) & 0xFF
+
+
+cdef bint _put_entry(object queue, long long queue_offset, long long phys, long long size,
+                     long long code) except -1:
+    """``ConsumeQueue.put``'s common case, an entry right after the last one in the last
+    file's room: written here. False for any other, which ``put`` itself decides."""
+    cdef Py_buffer buf
+    cdef unsigned char *p
+    cdef long long wrote
+    files = queue.files.files
+    if not files:
+        return False
+    last = files[len(files) - 1]
+    wrote = last.wrote
+    if queue_offset * 20 != last.start + wrote or wrote >= last.size:
+        return False
+    if not -2147483648 <= size <= 2147483647:
+        return False  # put raises as struct does
+    PyObject_GetBuffer(last.mm, &buf, PyBUF_WRITABLE)
+    try:
+        if wrote + 20 > buf.len:
+            return False
+        p = <unsigned char *>buf.buf + wrote
+        _put64(p, phys)
+        p[8] = (size >> 24) & 0xFF
+        p[9] = (size >> 16) & 0xFF
+        p[10] = (size >> 8) & 0xFF
+        p[11] = size & 0xFF
+        _put64(p + 12, code)
+    finally:
+        PyBuffer_Release(&buf)
+    last.wrote = wrote + 20
+    return True
 
 
 def dispatch_run(object dispatcher, messages, results, object keyed, dict arrived):
@@ -73,7 +114,9 @@ def dispatch_run(object dispatcher, messages, results, object keyed, dict arrive
                 code = 0 if tags is None else tag_codes.get(tags)
             if code is None:
                 code = tags_code(topic, properties, result.store_timestamp, hints)
-            queue.put(result.queue_offset, result.physical_offset, result.size, code)
+            if not _put_entry(queue, result.queue_offset, result.physical_offset, result.size,
+                              code):
+                queue.put(result.queue_offset, result.physical_offset, result.size, code)
             codes.append(code)
         if keyed is not None and tx != _ROLLBACK:
             cached = seeds.get(topic) if hints is not None else None
