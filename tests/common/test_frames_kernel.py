@@ -181,3 +181,98 @@ def test_any_template_and_values_are_written_alike(
     template = frame.ResponseTemplate(0, {"MSG_REGION": region}, ("a", "b"))
     runs = ([request(opaque)], [template.response(*values)])
     assert written(TEMPLATED, *runs) == written(frame.templated_frames, *runs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b' \t\n{ "code" : 310 , "extFields" : { "a" : "b" } , "opaque" : 3 }\r\n ',
+        b'{"code":1,"extFields":{"k":"\\"\\\\\\/\\b\\f\\n\\r\\t\\u0000\\u00e9\\u20ac"}}',
+        b'{"code":1,"extFields":{"k":"\\ud83d\\ude00","\\u006b2":"v"}}',  # pair, escaped name
+        b'{"code":1,"extFields":{"k":"\\ud83d"}}',  # lone high surrogate: orjson refuses
+        b'{"code":1,"extFields":{"k":"\\ude00"}}',  # lone low surrogate
+        b'{"code":1,"extFields":{"k":"\\x"}}',  # unknown escape
+        b'{"code":1,"extFields":{"k":"\\u12"}}',
+        b'{"code":1,"extFields":{"k":"a\x01b"}}',  # a raw control character
+        b'{"code":1,"extFields":{"k":"\xc3\xa9\xe2\x82\xac"}}',  # UTF-8
+        b'{"code":1,"extFields":{"k":"\xc3"}}',  # broken UTF-8
+        b'{"code":1,"extFields":{"k":"a","k":"b"},"code":2}',  # repeated names: the last
+        b'{"code":1,"extFields":{"k":"a"},"extFields":{}}',
+        b'{"code":1,"extFields":{},}',  # a trailing comma
+        b'{"code":01}',
+        b'{"code":-0,"opaque":-2147483648,"flag":999999999999999999}',
+        b'{"code":1,"opaque":1234567890123456789}',  # 19 digits: orjson's call
+        b'{"code":1.0}',
+        b'{"code":1e2}',
+        b'{"code":1,"version":"409"}',  # a string where an integer belongs
+        b'{"code":1,"language":7}',
+        b'{"code":1,"remark":null}',
+        b'{"code":1,"remark":"\\u00e9"}',
+        b'{"code":1,"x":[1,{"y":null}],"z":true}',
+        b'{"c\\u006fde":1}',  # an escaped name: orjson's call
+        b'{"opaque":1}',  # no code
+        b"{}",
+        b'{"code":1}x',
+        b'{"code":1',
+        b'{"code":1,"extFields":{"k":1}}',  # coerced by the Python path
+        b'{"code":1,"extFields":null}',
+        b'{"code":1,"extFields":"s"}',
+    ],
+)
+def test_headers_at_the_edges_of_the_subset_decode_alike(header: bytes) -> None:
+    alike(json_frame(header, b"body"))
+
+
+@st.composite
+def _spelled(draw: st.DrawFn) -> bytes:
+    """A header spelled by hand: random white space, characters escaped at random."""
+
+    def ws() -> str:
+        return draw(st.sampled_from(["", "", " ", "\n\t ", "\r"]))
+
+    def string(text: str) -> str:
+        out = []
+        for char in text:
+            if char in '"\\' or ord(char) < 32 or draw(st.booleans()):
+                point = ord(char)
+                if point > 0xFFFF:
+                    point -= 0x10000
+                    out.append(f"\\u{0xD800 + (point >> 10):04x}\\u{0xDC00 + (point & 0x3FF):04X}")
+                else:
+                    out.append(f"\\u{point:04x}")
+            else:
+                out.append(char)
+        return '"' + "".join(out) + '"'
+
+    texts = st.text(max_size=6)
+    members = [f'{ws()}"code"{ws()}:{ws()}{draw(st.integers(-(10**18), 10**18))}{ws()}']
+    ext = draw(st.dictionaries(texts, texts, max_size=4))
+    inner = ",".join(f"{ws()}{string(k)}{ws()}:{ws()}{string(v)}{ws()}" for k, v in ext.items())
+    members.append(f'{ws()}"extFields"{ws()}:{ws()}{{{inner}}}{ws()}')
+    members.append(f'"language":{string(draw(texts))}')
+    members.append(f'"remark":{string(draw(texts))}')
+    order = draw(st.permutations(members))
+    return (ws() + "{" + ",".join(order) + "}" + ws()).encode("utf-8", "surrogatepass")
+
+
+@settings(max_examples=300, deadline=None)
+@given(_spelled())
+def test_hand_spelled_headers_decode_alike(header: bytes) -> None:
+    alike(json_frame(header, b"b"))
+
+
+def test_the_common_headers_need_no_fallback() -> None:
+    """Java's, Go's and the SDK's request headers are parsed by the scan itself."""
+    assert COMPILED is not None
+
+    def refuse(_frame: memoryview) -> RemotingCommand:
+        raise AssertionError("left to decode_frame")
+
+    data = json_frame(SEND, b"body") + json_frame(b' {"code":34, "extFields":{}}\n')
+    commands, end = COMPILED(memoryview(data), 1 << 24, RemotingCommand, SerializeType.JSON,
+                             refuse, errors.ProtocolError, errors.FrameTooLargeError)  # fmt: skip
+    assert end == len(data)
+    assert [fields(c) for c in commands] == [
+        (310, 7, 0, "JAVA", 409, None, SEND["extFields"], b"body", SerializeType.JSON),
+        (34, 0, 0, "JAVA", 0, None, {}, b"", SerializeType.JSON),
+    ]

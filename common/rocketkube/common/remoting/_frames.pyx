@@ -7,21 +7,23 @@ errors; :func:`templated_frames` writes a run's templated answers as
 ``frame.templated_frames`` does, joining each template's parts and values instead of a
 string format per answer.
 
-A JSON header whose fields need nothing done (a dict of string extFields, integer code,
-opaque, flag and version, a string language) becomes its command here; any other frame
-(binary headers, values fastjson would coerce, anything malformed) goes to
-``frame.decode_frame``, which decides it exactly as without this module.
+A JSON header in the subset remoting clients send (an object of integers, strings and
+an extFields object of strings: no floats, booleans, nulls or arrays, names unescaped,
+integers of 18 digits at most) whose fields need nothing done is parsed here, without
+orjson; any other frame (binary headers, values fastjson would coerce, anything outside
+the subset or malformed) goes to ``frame.decode_frame``, which decides it exactly as
+without this module.
 ``tests/common/test_frames_kernel.py`` holds the two to the same results.
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.unicode cimport PyUnicode_AsUTF8AndSize
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8
 from libc.stdio cimport snprintf
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 
-from orjson import JSONDecodeError, loads
 
 
 cdef inline long _int32(const unsigned char *p) noexcept nogil:
@@ -29,37 +31,287 @@ cdef inline long _int32(const unsigned char *p) noexcept nogil:
                  | (<unsigned int>p[2] << 8) | <unsigned int>p[3])
 
 
-cdef object _plain_json(object header_view, object command_type, object json_type):
-    """The command of a JSON header needing nothing done, or None."""
+cdef inline const unsigned char *_ws(const unsigned char *p, const unsigned char *end) noexcept:
+    while p < end and (p[0] == 32 or p[0] == 9 or p[0] == 10 or p[0] == 13):
+        p += 1
+    return p
+
+
+cdef inline int _hex(unsigned char c) noexcept:
+    if 48 <= c <= 57:
+        return c - 48
+    if 97 <= c <= 102:
+        return c - 87
+    if 65 <= c <= 70:
+        return c - 55
+    return -1
+
+
+cdef int _hex4(const unsigned char *p) noexcept:
+    cdef int value = 0, i, digit
+    for i in range(4):
+        digit = _hex(p[i])
+        if digit < 0:
+            return -1
+        value = value * 16 + digit
+    return value
+
+
+cdef object _string(const unsigned char **at, const unsigned char *end, bint keep):
+    """The JSON string at ``*at`` (its opening quote), ``*at`` moved past it; the str
+    when ``keep``, else True. None: not a string this parser takes (the caller then
+    leaves the header to orjson)."""
+    cdef const unsigned char *p = at[0] + 1
+    cdef const unsigned char *start = p
+    cdef bint escaped = False, ascii = True
+    cdef unsigned char c
+    cdef Py_ssize_t n
+    cdef char *out
+    cdef int code, low, w
+    while True:
+        if p >= end:
+            return None
+        c = p[0]
+        if c == 34:  # "
+            break
+        if c < 32:
+            return None  # a control character: orjson refuses it
+        if c == 92:  # backslash
+            escaped = True
+            p += 2
+            continue
+        if c >= 128:
+            ascii = False
+        p += 1
+    if p > end:
+        return None
+    n = p - start
+    at[0] = p + 1
+    if not escaped:
+        if not keep and ascii:
+            return True
+        try:
+            text = PyUnicode_DecodeUTF8(<const char *>start, n, NULL)
+        except UnicodeDecodeError:
+            return None
+        return text if keep else True
+    out = <char *>PyMem_Malloc(n if n > 0 else 1)
+    if out == NULL:
+        raise MemoryError()
     try:
-        header = loads(header_view)
-    except JSONDecodeError:
+        w = 0
+        p = start
+        while p < start + n:
+            c = p[0]
+            if c != 92:
+                out[w] = <char>c
+                w += 1
+                p += 1
+                continue
+            c = p[1]
+            p += 2
+            if c == 34 or c == 92 or c == 47:
+                out[w] = <char>c
+            elif c == 98:
+                out[w] = 8
+            elif c == 102:
+                out[w] = 12
+            elif c == 110:
+                out[w] = 10
+            elif c == 114:
+                out[w] = 13
+            elif c == 116:
+                out[w] = 9
+            elif c == 117:
+                if p + 4 > start + n:
+                    return None
+                code = _hex4(p)
+                p += 4
+                if code < 0 or 0xDC00 <= code <= 0xDFFF:
+                    return None
+                if 0xD800 <= code <= 0xDBFF:
+                    if p + 6 > start + n or p[0] != 92 or p[1] != 117:
+                        return None
+                    low = _hex4(p + 2)
+                    if not 0xDC00 <= low <= 0xDFFF:
+                        return None
+                    p += 6
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                if code < 0x80:
+                    out[w] = <char>code
+                elif code < 0x800:
+                    out[w] = <char>(0xC0 | (code >> 6))
+                    out[w + 1] = <char>(0x80 | (code & 0x3F))
+                    w += 1
+                elif code < 0x10000:
+                    out[w] = <char>(0xE0 | (code >> 12))
+                    out[w + 1] = <char>(0x80 | ((code >> 6) & 0x3F))
+                    out[w + 2] = <char>(0x80 | (code & 0x3F))
+                    w += 2
+                else:
+                    out[w] = <char>(0xF0 | (code >> 18))
+                    out[w + 1] = <char>(0x80 | ((code >> 12) & 0x3F))
+                    out[w + 2] = <char>(0x80 | ((code >> 6) & 0x3F))
+                    out[w + 3] = <char>(0x80 | (code & 0x3F))
+                    w += 3
+            else:
+                return None
+            w += 1
+        try:
+            text = PyUnicode_DecodeUTF8(out, w, NULL)
+        except UnicodeDecodeError:
+            return None
+        return text if keep else True
+    finally:
+        PyMem_Free(out)
+
+
+cdef object _integer(const unsigned char **at, const unsigned char *end):
+    """The JSON integer at ``*at`` (18 digits at most), ``*at`` moved past it; None for
+    any other number (orjson decides those)."""
+    cdef const unsigned char *p = at[0]
+    cdef const unsigned char *digits
+    cdef long long value = 0
+    cdef bint negative = False
+    if p < end and p[0] == 45:  # -
+        negative = True
+        p += 1
+    digits = p
+    while p < end and 48 <= p[0] <= 57:
+        value = value * 10 + (p[0] - 48)
+        p += 1
+        if p - digits > 18:
+            return None
+    if p == digits or (p - digits > 1 and digits[0] == 48):
+        return None  # no digits, or a leading zero
+    if p < end and (p[0] == 46 or p[0] == 101 or p[0] == 69):
+        return None  # a fraction or an exponent
+    at[0] = p
+    return -value if negative else value
+
+
+cdef inline bint _is_key(const unsigned char *key, Py_ssize_t n, const char *name,
+                         Py_ssize_t size) noexcept:
+    return n == size and memcmp(key, name, size) == 0
+
+
+cdef object _ext_fields(const unsigned char **at, const unsigned char *end):
+    """The extFields object at ``*at``: a dict of strings, or None (anything else)."""
+    cdef const unsigned char *p = _ws(at[0] + 1, end)
+    cdef dict ext = {}
+    if p < end and p[0] == 125:  # }
+        at[0] = p + 1
+        return ext
+    while True:
+        if p >= end or p[0] != 34:
+            return None
+        key = _string(&p, end, True)
+        if key is None:
+            return None
+        p = _ws(p, end)
+        if p >= end or p[0] != 58:  # :
+            return None
+        p = _ws(p + 1, end)
+        if p >= end or p[0] != 34:
+            return None  # a value fastjson would coerce: the Python path does
+        value = _string(&p, end, True)
+        if value is None:
+            return None
+        ext[key] = value
+        p = _ws(p, end)
+        if p < end and p[0] == 44:  # ,
+            p = _ws(p + 1, end)
+            continue
+        if p < end and p[0] == 125:
+            at[0] = p + 1
+            return ext
         return None
-    if type(header) is not dict:
+
+
+cdef object _plain_header(const unsigned char *p, const unsigned char *end, object command_type,
+                          object json_type):
+    """The command of a JSON header in the subset this parser takes (an object of integer,
+    string and extFields members) whose fields need nothing done; None for any other,
+    which ``decode_json_header`` then decides with orjson."""
+    cdef const unsigned char *key
+    cdef Py_ssize_t key_len
+    code = None
+    opaque = flag = version = 0
+    language = "JAVA"
+    remark = None
+    ext = None
+    p = _ws(p, end)
+    if p >= end or p[0] != 123:  # {
         return None
-    cdef dict h = <dict>header
-    ext = h.get("extFields")
+    p = _ws(p + 1, end)
+    if p < end and p[0] == 125:
+        p += 1
+    else:
+        while True:
+            if p >= end or p[0] != 34:
+                return None
+            key = p + 1
+            while True:
+                p += 1
+                if p >= end or p[0] == 92 or p[0] < 32 or p[0] >= 128:
+                    return None  # an escaped or unusual name: orjson decides
+                if p[0] == 34:
+                    break
+            key_len = p - key
+            p = _ws(p + 1, end)
+            if p >= end or p[0] != 58:
+                return None
+            p = _ws(p + 1, end)
+            if p >= end:
+                return None
+            if _is_key(key, key_len, "extFields", 9):
+                if p[0] != 123:
+                    return None
+                ext = _ext_fields(&p, end)
+                if ext is None:
+                    return None
+            elif p[0] == 34:
+                wanted = (_is_key(key, key_len, "language", 8)
+                          or _is_key(key, key_len, "remark", 6))
+                value = _string(&p, end, wanted)
+                if value is None:
+                    return None
+                if _is_key(key, key_len, "language", 8):
+                    language = value
+                elif _is_key(key, key_len, "remark", 6):
+                    remark = value
+                elif (_is_key(key, key_len, "code", 4) or _is_key(key, key_len, "opaque", 6)
+                      or _is_key(key, key_len, "flag", 4)
+                      or _is_key(key, key_len, "version", 7)):
+                    return None  # a string where an integer belongs: refused there
+            elif p[0] == 45 or 48 <= p[0] <= 57:
+                value = _integer(&p, end)
+                if value is None:
+                    return None
+                if _is_key(key, key_len, "code", 4):
+                    code = value
+                elif _is_key(key, key_len, "opaque", 6):
+                    opaque = value
+                elif _is_key(key, key_len, "flag", 4):
+                    flag = value
+                elif _is_key(key, key_len, "version", 7):
+                    version = value
+                elif _is_key(key, key_len, "language", 8) or _is_key(key, key_len, "remark", 6):
+                    return None
+            else:
+                return None  # true, false, null, arrays, objects: orjson decides
+            p = _ws(p, end)
+            if p < end and p[0] == 44:
+                p = _ws(p + 1, end)
+                continue
+            if p < end and p[0] == 125:
+                p += 1
+                break
+            return None
+    if _ws(p, end) != end or code is None:
+        return None
     if ext is None:
         ext = {}
-    elif type(ext) is not dict:
-        return None
-    else:
-        for value in (<dict>ext).values():
-            if type(value) is not str:
-                return None
-    code = h.get("code")
-    opaque = h.get("opaque", 0)
-    flag = h.get("flag", 0)
-    version = h.get("version", 0)
-    if not (type(code) is int and type(opaque) is int and type(flag) is int
-            and type(version) is int):
-        return None
-    language = h.get("language", "JAVA")
-    if type(language) is not str:
-        return None
-    remark = h.get("remark")
-    if type(remark) is not str:
-        remark = None
     return command_type(code, opaque, flag, language, version, remark, ext, b"", json_type)
 
 
@@ -98,8 +350,8 @@ def scan(
             header_len = word & 0xFFFFFF
             command = None
             if (word >> 24) & 0xFF == 0 and 4 + header_len <= length:
-                command = _plain_json(view[pos + 8 : pos + 8 + header_len], command_type,
-                                      json_type)
+                command = _plain_header(data + pos + 8, data + pos + 8 + header_len,
+                                        command_type, json_type)
             if command is None:
                 command = decode_frame(view[pos + 4 : end])
             else:
