@@ -11,7 +11,7 @@ NODE_STAMP := $(NODE_DIR)/node_modules/.installed-stamp
 
 # uv resolves and installs in seconds what pip takes minutes for; pip when uv cannot run.
 # The install compiles the C accelerators (hatch_build.py), so a changed .pyx reinstalls.
-ACCELERATORS := $(shell find common namesrv broker client -name '*.pyx')
+ACCELERATORS := $(shell find common namesrv broker client -name '*.pyx' -o -name '*.pxi')
 $(STAMP): pyproject.toml hatch_build.py $(ACCELERATORS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet uv && $(VENV)/bin/uv pip install --quiet --python $(PY) -e '.[test]' \

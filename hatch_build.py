@@ -23,6 +23,11 @@ ACCELERATORS: dict[str, tuple[str, list[str]]] = {
     "rocketkube.common.remoting._frames": ("common/rocketkube/common/remoting/_frames.pyx", []),
     "rocketkube.broker.store._append": ("broker/rocketkube/broker/store/_append.pyx", ["z"]),
     "rocketkube.broker.store._dispatch": ("broker/rocketkube/broker/store/_dispatch.pyx", ["z"]),
+    "rocketkube.broker.store._index": ("broker/rocketkube/broker/store/_index.pyx", []),
+    "rocketkube.broker.processors._answers": (
+        "broker/rocketkube/broker/processors/_answers.pyx",
+        [],
+    ),
     "rocketkube.broker.processors._prepare": (
         "broker/rocketkube/broker/processors/_prepare.pyx",
         [],
@@ -43,6 +48,7 @@ def compile_accelerators(root: Path) -> dict[str, Path]:
                 for name, (source, libraries) in ACCELERATORS.items()
             ],
             build_dir=tmp,
+            include_path=[str(root / "common" / "rocketkube" / "common")],  # _slotted.pxi
             quiet=True,
             compiler_directives={"language_level": 3},
         )

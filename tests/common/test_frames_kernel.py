@@ -276,3 +276,33 @@ def test_the_common_headers_need_no_fallback() -> None:
         (310, 7, 0, "JAVA", 409, None, SEND["extFields"], b"body", SerializeType.JSON),
         (34, 0, 0, "JAVA", 0, None, {}, b"", SerializeType.JSON),
     ]
+
+
+def test_one_decoder_decodes_thousands_of_short_strings_alike() -> None:
+    """The compiled scanner shares short strings through a small cache, across chunks."""
+    values = [format(n, "x") * (1 + n % 4) for n in range(3000)]  # collisions and reuse
+    data = b"".join(
+        json_frame({"code": 310, "extFields": {values[n]: values[-n], "k": values[n // 2]}})
+        for n in range(len(values))
+    )
+    chunks = [data[at : at + 4096] for at in range(0, len(data), 4096)]
+    alike(*chunks)
+
+
+def test_only_plain_slots_are_written_directly() -> None:
+    from rocketkube.common.remoting import _frames
+
+    class Plain:
+        __slots__ = ("a", "b")
+
+    class WithProperty(Plain):
+        @property
+        def c(self) -> int:
+            return 1
+
+    made = _frames.Slotted(Plain, ("b", "a"))
+    assert made.cls is Plain
+    with pytest.raises(TypeError, match="is not a slot"):
+        _frames.Slotted(WithProperty, ("a", "c"))
+    with pytest.raises(TypeError, match="is not a slot"):
+        _frames.Slotted(Plain, ("missing",))

@@ -5,8 +5,8 @@ without them, or run with ``ROCKETKUBE_NO_EXTENSIONS=1``, runs the Python loops.
 
 from __future__ import annotations
 
-from rocketkube.broker.processors import send
-from rocketkube.broker.store import commitlog, dispatch
+from rocketkube.broker.processors import send, send_answers
+from rocketkube.broker.store import commitlog, dispatch, index
 from rocketkube.common.remoting import frame
 
 __all__ = ["accelerated"]
@@ -21,6 +21,10 @@ def accelerated() -> list[str]:
         names.append("commit log append")
     if dispatch.compiled_dispatch_run() is not None:
         names.append("dispatch")
+    if index.compiled_put_many() is not None:
+        names.append("index append")
     if send.compiled_prepare_plain() is not None:
         names.append("plain send preparation")
+    if send_answers.compiled_stored_answers() is not None:
+        names.append("stored answers")
     return names

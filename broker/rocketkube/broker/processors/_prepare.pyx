@@ -18,6 +18,15 @@ from libc.string cimport memcmp, memcpy
 
 from time import perf_counter
 
+from rocketkube.broker.store import InnerMessage as _InnerMessage
+
+include "_slotted.pxi"
+
+cdef Slotted _MESSAGE = Slotted(_InnerMessage, (
+    "topic", "queue_id", "body", "properties", "flag", "sys_flag", "born_timestamp",
+    "born_host", "reconsume_times", "prepared_transaction_offset", "hints",
+))
+
 # Wire names in field order a..m (V2 short keys, V1 long names).
 _V2_KEYS = tuple("abcdefghijklm")
 _V1_KEYS = (
@@ -200,17 +209,16 @@ cdef object _plain(
             out[at] = c'\x02'
             at += 1
     memcpy(out + at, PyBytes_AS_STRING(cluster_entry), cut)
-    if multi_tag(state):
+    if state.multi_tag:
         sys_flag |= _MULTI_TAGS
     body = request.body
-    message = message_type(
-        topic, queue_id, body, stored, flag, sys_flag, born_timestamp, born_host, reconsume, 0,
-        tuple.__new__(hints_type, (tags, keys_value, uniq)),
-    )
+    values = (topic, queue_id, body, stored, flag, sys_flag, born_timestamp, born_host,
+              reconsume, 0, tuple.__new__(hints_type, (tags, keys_value, uniq)))
+    if message_type is _MESSAGE.cls:
+        message = _MESSAGE.make(values)
+    else:
+        message = message_type(*values)
     return tuple.__new__(
         ready_type, ((message,), topic, queue_id, len(body), wait_flush, started)
     )
 
-
-cdef inline bint multi_tag(object state):
-    return state.multi_tag

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Callable, Sequence
+from typing import Final, TypeAlias
 
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.processors.send_state import Ready, Waiting
 from rocketkube.broker.settings import BrokerRole
 from rocketkube.broker.store import AppendResult, PutResult, PutStatus
+from rocketkube.common import accelerators
 from rocketkube.common.protocol.send_headers import MSG_REGION, TRACE_ON
 from rocketkube.common.remoting.codes import ResponseCode
 from rocketkube.common.remoting.command import FLAG_RESPONSE, RemotingCommand
@@ -49,10 +50,63 @@ _PUT_FAILURES: Final = {
 }
 
 
+StoredAnswers: TypeAlias = Callable[
+    [Sequence[AppendResult], list[tuple[int, Ready]], list[Reply | None], ResponseTemplate,
+     float, list[float], dict[str, list[int]]],
+    None,
+]  # fmt: skip
+
+
+def stored_answers(
+    appended: Sequence[AppendResult],
+    ready: list[tuple[int, Ready]],
+    replies: list[Reply | None],
+    template: ResponseTemplate,
+    now: float,
+    latencies: list[float],
+    tally: dict[str, list[int]],
+) -> None:
+    """The answers of a stored run's sends (``ready``: their places in ``replies`` and
+    what they were; their messages are ``appended`` in order) from ``template``: each
+    one's latency until ``now`` appended to ``latencies``, messages and body bytes added
+    up per topic in ``tally``. (``_answers.pyx`` is this loop compiled.)"""
+    response = template.response
+    at = 0
+    for i, one in ready:
+        count = len(one.messages)
+        head = appended[at]
+        if count == 1:
+            msg_id = head.msg_id
+        else:
+            msg_id = ",".join([a.msg_id for a in appended[at : at + count]])
+        replies[i] = response(msg_id, one.queue_id, head.queue_offset)
+        latencies.append(now - one.started)
+        counts = tally.get(one.topic)
+        if counts is None:
+            tally[one.topic] = [count, one.body_bytes]
+        else:
+            counts[0] += count
+            counts[1] += one.body_bytes
+        at += count
+
+
+def compiled_stored_answers() -> StoredAnswers | None:
+    """The compiled twin of :func:`stored_answers`, or None: not built, or turned off."""
+    if not accelerators.wanted():
+        return None
+    try:
+        from rocketkube.broker.processors import _answers
+    except ImportError:
+        return None
+    return _answers.stored_answers
+
+
 class SendAnswers:
     """Answers stored (or refused) sends; one per send processor."""
 
-    def __init__(self, ctx: BrokerContext) -> None:
+    def __init__(self, ctx: BrokerContext, stored_answers_run: StoredAnswers | None = None) -> None:
+        """``stored_answers_run`` does what :func:`stored_answers` does (the compiled
+        ``_answers.pyx`` by default when built)."""
         settings = ctx.settings
         self._stats = ctx.stats
         self._observe_latency = ctx.stats.send_latency.observe
@@ -72,6 +126,7 @@ class SendAnswers:
         sync_master = settings.broker_role is BrokerRole.SYNC_MASTER
         self._replicas = ctx.replicas if sync_master else None
         self._uncounted: dict[str, list[int]] = {}
+        self._stored_answers_run = stored_answers_run or compiled_stored_answers() or stored_answers
 
     @property
     def waits_for_slaves(self) -> bool:
@@ -139,27 +194,12 @@ class SendAnswers:
         """:meth:`one` for a stored run that waits for nothing (no flush to wait for,
         no slave to wait for): every send answered SUCCESS, in one loop, its stats tallied
         once per topic and its latency observed once per run."""
-        response = self._stored_answers[ResponseCode.SUCCESS].response
-        now = time.perf_counter()
+        template = self._stored_answers[ResponseCode.SUCCESS]
         latencies: list[float] = []
         tally: dict[str, list[int]] = {}
-        at = 0
-        for i, one in ready:
-            count = len(one.messages)
-            head = appended[at]
-            if count == 1:
-                msg_id = head.msg_id
-            else:
-                msg_id = ",".join([a.msg_id for a in appended[at : at + count]])
-            replies[i] = response(msg_id, one.queue_id, head.queue_offset)
-            latencies.append(now - one.started)
-            counts = tally.get(one.topic)
-            if counts is None:
-                tally[one.topic] = [count, one.body_bytes]
-            else:
-                counts[0] += count
-                counts[1] += one.body_bytes
-            at += count
+        self._stored_answers_run(
+            appended, ready, replies, template, time.perf_counter(), latencies, tally
+        )
         self._stats.send_latency.observe_many(latencies)
         uncounted = self._uncounted
         none_yet = not uncounted

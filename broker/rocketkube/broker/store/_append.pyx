@@ -11,7 +11,6 @@ C compiler are there; without it the store runs the Python loop.
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.unicode cimport PyUnicode_FromStringAndSize
-from libc.stdio cimport snprintf
 from libc.string cimport memcpy, memset
 
 from struct import error as _struct_error
@@ -41,12 +40,45 @@ cdef inline void _put64(unsigned char *p, long long v) noexcept nogil:
     _put32(p + 4, v & 0xFFFFFFFFLL)
 
 
+cdef inline void _hex16(char *out, long long value) noexcept nogil:
+    """``value`` as 16 upper-case hex digits (``%016llX``)."""
+    cdef const char *digits = "0123456789ABCDEF"
+    cdef unsigned long long v = <unsigned long long>value
+    cdef int i
+    for i in range(16):
+        out[15 - i] = digits[v & 0xF]
+        v >>= 4
+
+
 cdef inline long long _int32(object value) except? -1:
     """A Java int, refused (struct.error, as ``pack_into``) when out of range."""
     cdef long long v = value
     if v < -2147483648 or v > 2147483647:
         raise _struct_error(f"int32 field out of range: {v}")
     return v
+
+
+from rocketkube.broker.store.model import InnerMessage as _InnerMessage
+
+include "_slotted.pxi"
+
+cdef Slotted _MESSAGE = Slotted(_InnerMessage, (
+    "topic", "queue_id", "body", "properties", "flag", "sys_flag", "born_timestamp",
+    "born_host", "reconsume_times", "prepared_transaction_offset",
+))
+
+
+cdef tuple _fields(object message):
+    """The fields a record takes, in ``_MESSAGE``'s order; read from the slots of an
+    ``InnerMessage``, as attributes of anything else."""
+    if type(message) is _MESSAGE.cls:
+        return (_MESSAGE.get(message, 0), _MESSAGE.get(message, 1), _MESSAGE.get(message, 2),
+                _MESSAGE.get(message, 3), _MESSAGE.get(message, 4), _MESSAGE.get(message, 5),
+                _MESSAGE.get(message, 6), _MESSAGE.get(message, 7), _MESSAGE.get(message, 8),
+                _MESSAGE.get(message, 9))
+    return (message.topic, message.queue_id, message.body, message.properties, message.flag,
+            message.sys_flag, message.born_timestamp, message.born_host,
+            message.reconsume_times, message.prepared_transaction_offset)
 
 
 def encode_run(
@@ -75,7 +107,7 @@ def encode_run(
     cdef Py_ssize_t born_len, body_len, topic_len, props_len, size
     cdef long long queue_offset, phys
     cdef int sys_flag, tx
-    cdef bytes topic, props, born
+    cdef bytes topic
     cdef char msg_id[96]
     cdef Py_ssize_t hex_len = len(host_hex)
     cdef bytes hex_ascii = host_hex.encode("ascii")
@@ -87,17 +119,17 @@ def encode_run(
     PyObject_GetBuffer(mm, &out, PyBUF_SIMPLE | 0x0001)  # PyBUF_WRITABLE
     try:
         for message in messages:
-            sys_flag = _int32(message.sys_flag)
+            (topic_name, queue_id, body_object, props, flag, sys_flag_object, born_timestamp,
+             born, reconsume_times, prepared_offset) = _fields(message)
+            sys_flag = _int32(sys_flag_object)
             tx = sys_flag & _TX_MASK
             if tx == _PREPARED or tx == _ROLLBACK:
                 queue_offset = 0
             else:
-                key = (message.topic, message.queue_id)
+                key = (topic_name, queue_id)
                 queue_offset = queue_offsets.get(key, 0)
                 queue_offsets[key] = queue_offset + 1
-            topic = topics[message.topic]
-            props = message.properties
-            born = message.born_host
+            topic = topics[topic_name]
             born_len = len(born)
             topic_len = len(topic)
             props_len = len(props)
@@ -106,7 +138,7 @@ def encode_run(
                 sys_flag |= _BORN_V6
             if store_len != 8:
                 sys_flag |= _STORE_V6
-            PyObject_GetBuffer(message.body, &body, PyBUF_SIMPLE)
+            PyObject_GetBuffer(body_object, &body, PyBUF_SIMPLE)
             try:
                 body_len = body.len
                 size = 75 + born_len + store_len + body_len + topic_len + props_len
@@ -116,12 +148,12 @@ def encode_run(
                 start = <unsigned char *>out.buf + pos
                 memset(start, 0, 8)  # TOTALSIZE and MAGICCODE come last
                 _put32(start + 8, crc32(0, <const unsigned char *>body.buf, <unsigned int>body_len) & 0x7FFFFFFF)
-                _put32(start + 12, _int32(message.queue_id))
-                _put32(start + 16, _int32(message.flag))
+                _put32(start + 12, _int32(queue_id))
+                _put32(start + 16, _int32(flag))
                 _put64(start + 20, queue_offset)
                 _put64(start + 28, phys)
                 _put32(start + 36, sys_flag)
-                _put64(start + 40, message.born_timestamp)
+                _put64(start + 40, born_timestamp)
                 p = start + 48
                 memcpy(p, <const unsigned char *>born, born_len)
                 p += born_len
@@ -129,8 +161,8 @@ def encode_run(
                 p += 8
                 memcpy(p, host, store_len)
                 p += store_len
-                _put32(p, _int32(message.reconsume_times))
-                _put64(p + 4, message.prepared_transaction_offset)
+                _put32(p, _int32(reconsume_times))
+                _put64(p + 4, prepared_offset)
                 _put32(p + 12, body_len)
                 p += 16
                 memcpy(p, body.buf, body_len)
@@ -147,7 +179,7 @@ def encode_run(
                 _put32(start + 4, _MAGIC)
             finally:
                 PyBuffer_Release(&body)
-            snprintf(msg_id + hex_len, 17, "%016llX", phys)
+            _hex16(msg_id + hex_len, phys)
             appended.append(
                 new(result_type, (phys, size, queue_offset,
                                   PyUnicode_FromStringAndSize(msg_id, hex_len + 16), now))

@@ -70,6 +70,15 @@ cdef bint _put_entry(object queue, long long queue_offset, long long phys, long 
     return True
 
 
+from rocketkube.broker.store.model import InnerMessage as _InnerMessage
+
+include "_slotted.pxi"
+
+cdef Slotted _MESSAGE = Slotted(
+    _InnerMessage, ("topic", "queue_id", "sys_flag", "properties", "hints")
+)
+
+
 def dispatch_run(object dispatcher, messages, results, object keyed, dict arrived):
     """Dispatch ``messages`` (appended as ``results``) for ``dispatcher``: consume queue
     entries now, index entries appended to ``keyed`` (None: no index), each queue that
@@ -93,16 +102,26 @@ def dispatch_run(object dispatcher, messages, results, object keyed, dict arrive
     for i in range(len(messages)):
         message = messages[i]
         result = results[i]
-        topic = message.topic
-        tx = message.sys_flag & _TX_MASK
-        properties = message.properties
-        hints = message.hints
+        if type(message) is _MESSAGE.cls:
+            topic = _MESSAGE.get(message, 0)
+            queue_id = _MESSAGE.get(message, 1)
+            tx = _MESSAGE.get(message, 2) & _TX_MASK
+            properties = _MESSAGE.get(message, 3)
+            hints = _MESSAGE.get(message, 4)
+        else:
+            topic, queue_id, tx = message.topic, message.queue_id, message.sys_flag & _TX_MASK
+            properties, hints = message.properties, message.hints
+        if isinstance(result, tuple):  # AppendResult, a named tuple
+            phys, size, queue_offset, _, store_ts = <tuple>result
+        else:
+            phys, size, queue_offset = result.physical_offset, result.size, result.queue_offset
+            store_ts = result.store_timestamp
         if tx != _PREPARED and tx != _ROLLBACK:
-            key = (topic, message.queue_id)
+            key = (topic, queue_id)
             if key != last_key:
                 found = arrived.get(key)
                 if found is None:
-                    queue = queues.find_or_create(topic, message.queue_id)
+                    queue = queues.find_or_create(topic, queue_id)
                     codes = []
                     arrived[key] = (queue, codes)
                 else:
@@ -113,20 +132,16 @@ def dispatch_run(object dispatcher, messages, results, object keyed, dict arrive
                 tags = hints.tags
                 code = 0 if tags is None else tag_codes.get(tags)
             if code is None:
-                code = tags_code(topic, properties, result.store_timestamp, hints)
-            if not _put_entry(queue, result.queue_offset, result.physical_offset, result.size,
-                              code):
-                queue.put(result.queue_offset, result.physical_offset, result.size, code)
+                code = tags_code(topic, properties, store_ts, hints)
+            if not _put_entry(queue, queue_offset, phys, size, code):
+                queue.put(queue_offset, phys, size, code)
             codes.append(code)
         if keyed is not None and tx != _ROLLBACK:
             cached = seeds.get(topic) if hints is not None else None
             if cached is None:
-                index_keys(topic, properties, result.physical_offset, result.store_timestamp,
-                           keyed, hints)
+                index_keys(topic, properties, phys, store_ts, keyed, hints)
                 continue
             seed = <unsigned long>cached
-            phys = result.physical_offset
-            store_ts = result.store_timestamp
             uniq = hints.uniq_key
             if uniq is not None:
                 raw = uniq.encode()

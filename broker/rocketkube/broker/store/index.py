@@ -37,9 +37,10 @@ import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeAlias
 
 from rocketkube.broker.store import mapped_file, settings
+from rocketkube.common import accelerators
 
 __all__ = ["IndexFile", "IndexService", "key_hash"]
 
@@ -298,11 +299,28 @@ class IndexFile:
         self.write_header()
 
 
+PutMany: TypeAlias = Callable[[IndexFile, list[tuple[int, int, int]], int], int]
+
+
+def compiled_put_many() -> PutMany | None:
+    """The compiled twin of :meth:`IndexFile.put_many`, or None: not built, or turned off."""
+    if not accelerators.wanted():
+        return None
+    try:
+        from rocketkube.broker.store import _index
+    except ImportError:
+        return None
+    return _index.put_many
+
+
 class IndexService:
     """The index files, newest last; builds entries and answers key queries."""
 
     def __init__(self, paths: settings.StorePaths, config: settings.StoreConfig,
-                 clock: Callable[[], int]) -> None:  # fmt: skip
+                 clock: Callable[[], int], put_many: PutMany | None = None) -> None:  # fmt: skip
+        """``put_many`` does what :meth:`IndexFile.put_many` does (the compiled
+        ``_index.pyx`` by default when built)."""
+        self._put_many = put_many or compiled_put_many() or IndexFile.put_many
         self._directory = paths.index
         self.slot_num = config.max_hash_slot_num
         self.index_num = config.max_index_num
@@ -345,7 +363,7 @@ class IndexService:
                     current.write_header()
                     current.deactivate()
                 current = self._new_file()
-            at = current.put_many(entries, at)
+            at = self._put_many(current, entries, at)
             if at >= len(entries):
                 break
         current.write_header()

@@ -6,17 +6,24 @@ from rocketkube.common import errors
 from rocketkube.common.remoting import codes
 from rocketkube.common.remoting.command import RemotingCommand
 
-def scan(
-    view: memoryview,
-    max_frame_length: int,
-    command_type: type[RemotingCommand],
-    json_type: codes.SerializeType,
-    decode_frame: Callable[[memoryview], RemotingCommand],
-    protocol_error: type[errors.ProtocolError],
-    too_large_error: type[errors.FrameTooLargeError],
-) -> tuple[list[RemotingCommand], int]: ...
+class Scanner:
+    def __call__(
+        self,
+        view: memoryview,
+        max_frame_length: int,
+        command_type: type[RemotingCommand],
+        json_type: codes.SerializeType,
+        decode_frame: Callable[[memoryview], RemotingCommand],
+        protocol_error: type[errors.ProtocolError],
+        too_large_error: type[errors.FrameTooLargeError],
+    ) -> tuple[list[RemotingCommand], int]: ...
+
 def templated_frames(
     requests: Sequence[RemotingCommand],
     replies: Sequence[object],
     outbox: list[bytes | bytearray | memoryview],
 ) -> list[int]: ...
+
+class Slotted:
+    cls: type
+    def __init__(self, cls: type, names: tuple[str, ...]) -> None: ...

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The frame decoder's scan and the writing of templated answers, compiled.
 
-:func:`scan` splits received bytes into commands as ``FrameDecoder.scan`` does (the
+:class:`Scanner` splits received bytes into commands as ``FrameDecoder.scan`` does (the
 layout is drawn in ``frame``), with the same commands, the same end position and the same
 errors; :func:`templated_frames` writes a run's templated answers as
 ``frame.templated_frames`` does, joining each template's parts and values instead of a
@@ -20,9 +20,10 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8
-from libc.stdio cimport snprintf
-from libc.string cimport memcmp, memcpy
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_DecodeASCII, PyUnicode_DecodeUTF8
+from libc.string cimport memcmp, memcpy, memset
 
 
 
@@ -57,7 +58,40 @@ cdef int _hex4(const unsigned char *p) noexcept:
     return value
 
 
-cdef object _string(const unsigned char **at, const unsigned char *end, bint keep):
+DEF CACHE_SIZE = 256
+DEF CACHED_LENGTH = 15
+
+
+cdef struct _Cached:
+    Py_ssize_t length
+    char text[CACHED_LENGTH]
+    PyObject *string
+
+
+cdef object _cached_ascii(_Cached *cache, const unsigned char *text, Py_ssize_t n):
+    """The str of the ASCII ``text``, shared through ``cache`` when short: the one-letter
+    names and the short values of every send header come again and again."""
+    cdef unsigned int h = 2166136261
+    cdef Py_ssize_t i
+    cdef _Cached *entry
+    if n > CACHED_LENGTH:
+        return PyUnicode_DecodeASCII(<const char *>text, n, NULL)
+    for i in range(n):
+        h = (h ^ text[i]) * 16777619
+    entry = &cache[h & (CACHE_SIZE - 1)]
+    if entry.string != NULL and entry.length == n and memcmp(entry.text, text, n) == 0:
+        return <object>entry.string
+    made = PyUnicode_DecodeASCII(<const char *>text, n, NULL)
+    Py_XDECREF(entry.string)
+    Py_INCREF(made)
+    entry.string = <PyObject *>made
+    entry.length = n
+    memcpy(entry.text, text, n)
+    return made
+
+
+cdef object _string(const unsigned char **at, const unsigned char *end, bint keep,
+                    _Cached *cache):
     """The JSON string at ``*at`` (its opening quote), ``*at`` moved past it; the str
     when ``keep``, else True. None: not a string this parser takes (the caller then
     leaves the header to orjson)."""
@@ -88,8 +122,8 @@ cdef object _string(const unsigned char **at, const unsigned char *end, bint kee
     n = p - start
     at[0] = p + 1
     if not escaped:
-        if not keep and ascii:
-            return True
+        if ascii:
+            return _cached_ascii(cache, start, n) if keep else True
         try:
             text = PyUnicode_DecodeUTF8(<const char *>start, n, NULL)
         except UnicodeDecodeError:
@@ -195,7 +229,7 @@ cdef inline bint _is_key(const unsigned char *key, Py_ssize_t n, const char *nam
     return n == size and memcmp(key, name, size) == 0
 
 
-cdef object _ext_fields(const unsigned char **at, const unsigned char *end):
+cdef object _ext_fields(const unsigned char **at, const unsigned char *end, _Cached *cache):
     """The extFields object at ``*at``: a dict of strings, or None (anything else)."""
     cdef const unsigned char *p = _ws(at[0] + 1, end)
     cdef dict ext = {}
@@ -205,7 +239,7 @@ cdef object _ext_fields(const unsigned char **at, const unsigned char *end):
     while True:
         if p >= end or p[0] != 34:
             return None
-        key = _string(&p, end, True)
+        key = _string(&p, end, True, cache)
         if key is None:
             return None
         p = _ws(p, end)
@@ -214,7 +248,7 @@ cdef object _ext_fields(const unsigned char **at, const unsigned char *end):
         p = _ws(p + 1, end)
         if p >= end or p[0] != 34:
             return None  # a value fastjson would coerce: the Python path does
-        value = _string(&p, end, True)
+        value = _string(&p, end, True, cache)
         if value is None:
             return None
         ext[key] = value
@@ -229,7 +263,7 @@ cdef object _ext_fields(const unsigned char **at, const unsigned char *end):
 
 
 cdef object _plain_header(const unsigned char *p, const unsigned char *end, object command_type,
-                          object json_type):
+                          object json_type, _Cached *cache):
     """The command of a JSON header in the subset this parser takes (an object of integer,
     string and extFields members) whose fields need nothing done; None for any other,
     which ``decode_json_header`` then decides with orjson."""
@@ -267,13 +301,13 @@ cdef object _plain_header(const unsigned char *p, const unsigned char *end, obje
             if _is_key(key, key_len, "extFields", 9):
                 if p[0] != 123:
                     return None
-                ext = _ext_fields(&p, end)
+                ext = _ext_fields(&p, end, cache)
                 if ext is None:
                     return None
             elif p[0] == 34:
                 wanted = (_is_key(key, key_len, "language", 8)
                           or _is_key(key, key_len, "remark", 6))
-                value = _string(&p, end, wanted)
+                value = _string(&p, end, wanted, cache)
                 if value is None:
                     return None
                 if _is_key(key, key_len, "language", 8):
@@ -312,55 +346,92 @@ cdef object _plain_header(const unsigned char *p, const unsigned char *end, obje
         return None
     if ext is None:
         ext = {}
+    if command_type is _COMMAND.cls:
+        return _COMMAND.make((code, opaque, flag, language, version, remark, ext, b"", json_type))
     return command_type(code, opaque, flag, language, version, remark, ext, b"", json_type)
 
 
-def scan(
-    object view,
-    Py_ssize_t max_frame_length,
-    object command_type,
-    object json_type,
-    object decode_frame,
-    object protocol_error,
-    object too_large_error,
-):
-    """``(commands, end)``: the commands of every complete frame in ``view`` (a
-    memoryview) and where the first incomplete one starts."""
-    cdef Py_buffer buf
-    cdef const unsigned char *data
-    cdef Py_ssize_t size, pos = 0, end, header_len
-    cdef long length, word
-    cdef list out = []
-    PyObject_GetBuffer(view, &buf, PyBUF_SIMPLE)
-    try:
-        data = <const unsigned char *>buf.buf
-        size = buf.len
-        while size - pos >= 4:
-            length = _int32(data + pos)
-            if length < 4 or length > max_frame_length:
-                if length > max_frame_length:
-                    raise too_large_error(
-                        f"frame length {length} exceeds {max_frame_length}"
-                    )
-                raise protocol_error(f"frame length {length} is below the minimum of 4")
-            end = pos + 4 + length
-            if end > size:
-                break
-            word = _int32(data + pos + 4)
-            header_len = word & 0xFFFFFF
-            command = None
-            if (word >> 24) & 0xFF == 0 and 4 + header_len <= length:
-                command = _plain_header(data + pos + 8, data + pos + 8 + header_len,
-                                        command_type, json_type)
-            if command is None:
-                command = decode_frame(view[pos + 4 : end])
-            else:
-                command.body = view[pos + 8 + header_len : end]
-            out.append(command)
-            pos = end
-    finally:
-        PyBuffer_Release(&buf)
-    return out, pos
+cdef class Scanner:
+    """``FrameDecoder.scan`` compiled, with its own cache of short strings (one scanner
+    per decoder, so per connection)."""
+
+    cdef _Cached cache[CACHE_SIZE]
+
+    def __cinit__(self):
+        memset(self.cache, 0, sizeof(self.cache))
+
+    def __dealloc__(self):
+        for i in range(CACHE_SIZE):
+            Py_XDECREF(self.cache[i].string)
+            self.cache[i].string = NULL
+
+    def __call__(
+        self,
+        object view,
+        Py_ssize_t max_frame_length,
+        object command_type,
+        object json_type,
+        object decode_frame,
+        object protocol_error,
+        object too_large_error,
+    ):
+        """``(commands, end)``: the commands of every complete frame in ``view`` (a
+        memoryview) and where the first incomplete one starts."""
+        cdef Py_buffer buf
+        cdef const unsigned char *data
+        cdef Py_ssize_t size, pos = 0, end, header_len
+        cdef long length, word
+        cdef list out = []
+        PyObject_GetBuffer(view, &buf, PyBUF_SIMPLE)
+        try:
+            data = <const unsigned char *>buf.buf
+            size = buf.len
+            while size - pos >= 4:
+                length = _int32(data + pos)
+                if length < 4 or length > max_frame_length:
+                    if length > max_frame_length:
+                        raise too_large_error(
+                            f"frame length {length} exceeds {max_frame_length}"
+                        )
+                    raise protocol_error(f"frame length {length} is below the minimum of 4")
+                end = pos + 4 + length
+                if end > size:
+                    break
+                word = _int32(data + pos + 4)
+                header_len = word & 0xFFFFFF
+                command = None
+                if (word >> 24) & 0xFF == 0 and 4 + header_len <= length:
+                    command = _plain_header(data + pos + 8, data + pos + 8 + header_len,
+                                            command_type, json_type, self.cache)
+                if command is None:
+                    command = decode_frame(view[pos + 4 : end])
+                else:
+                    command.body = view[pos + 8 + header_len : end]
+                out.append(command)
+                pos = end
+        finally:
+            PyBuffer_Release(&buf)
+        return out, pos
+
+
+cdef Py_ssize_t _decimal(char *out, long long number) noexcept:
+    """``number`` in decimal at ``out`` (``%lld`` without printf's machinery); its length."""
+    cdef char digits[20]
+    cdef unsigned long long rest = <unsigned long long>number
+    cdef Py_ssize_t n = 0, i, sign = 0
+    if number < 0:
+        out[0] = 45  # -
+        sign = 1
+        rest = 0 - rest
+    while True:
+        digits[n] = <char>(48 + rest % 10)
+        n += 1
+        rest //= 10
+        if rest == 0:
+            break
+    for i in range(n):
+        out[sign + i] = digits[n - 1 - i]
+    return sign + n
 
 
 cdef Py_ssize_t _value_size(object value):
@@ -384,7 +455,7 @@ cdef Py_ssize_t _put_value(object value, char *out) except -1:
         memcpy(out, text, n)
         return n
     number = value  # OverflowError past 64 bits: the caller renders it in Python
-    return snprintf(out, 24, "%lld", number)
+    return _decimal(out, number)
 
 
 cdef object _render(object reply, long long opaque):
@@ -412,7 +483,7 @@ cdef object _render(object reply, long long opaque):
         if i < count:
             at += _put_value(values[i], out + at)
         elif i == count:
-            at += snprintf(out + at, 24, "%lld", opaque)
+            at += _decimal(out + at, opaque)
     _put32(<unsigned char *>out, at - 4)
     _put32(<unsigned char *>out + 4, at - 8)
     return PyBytes_FromStringAndSize(out, at)
@@ -455,6 +526,12 @@ def templated_frames(requests, replies, list outbox):
 from rocketkube.common.remoting.codes import SerializeType as _SerializeType
 from rocketkube.common.remoting.command import FLAG_ONEWAY as _FLAG_ONEWAY
 from rocketkube.common.remoting.frame import TemplatedResponse as _TEMPLATED
+from rocketkube.common.remoting.command import RemotingCommand as _RemotingCommand
+
+include "_slotted.pxi"
+
+cdef Slotted _COMMAND = Slotted(_RemotingCommand, ("code", "opaque", "flag", "language", "version", "remark",
+                                      "ext_fields", "body", "serialize_type"))
 
 _JSON_TYPE = _SerializeType.JSON
 cdef long _ONEWAY = _FLAG_ONEWAY

@@ -264,15 +264,15 @@ Scan: TypeAlias = Callable[
 
 
 def compiled_scan() -> Scan | None:
-    """The compiled twin of :meth:`FrameDecoder.scan` (``_frames.pyx``), or None: not
-    built, or turned off."""
+    """A compiled twin of :meth:`FrameDecoder.scan` (``_frames.pyx``; one per decoder: it
+    keeps a cache of short strings), or None: not built, or turned off."""
     if not accelerators.wanted():
         return None
     try:
         from rocketkube.common.remoting import _frames
     except ImportError:
         return None
-    return _frames.scan
+    return _frames.Scanner()
 
 
 class FrameDecoder:

@@ -1,0 +1,18 @@
+"""Types of the compiled answers of a stored run (``_answers.pyx``)."""
+
+from collections.abc import Sequence
+
+from rocketkube.broker.processors.send_answers import Reply
+from rocketkube.broker.processors.send_state import Ready
+from rocketkube.broker.store import AppendResult
+from rocketkube.common.remoting.frame import ResponseTemplate
+
+def stored_answers(
+    appended: Sequence[AppendResult],
+    ready: list[tuple[int, Ready]],
+    replies: list[Reply | None],
+    template: ResponseTemplate,
+    now: float,
+    latencies: list[float],
+    tally: dict[str, list[int]],
+) -> None: ...

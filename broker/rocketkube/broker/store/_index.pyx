@@ -1,0 +1,91 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The index file's append of keys, compiled: :func:`put_many` does what
+``IndexFile.put_many`` does (the file layout is drawn in ``index``), with the same bytes,
+slots, counters and dirty pages. ``tests/broker/store/test_index_kernel.py`` holds the
+two to the same files.
+"""
+
+from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+
+from struct import error as _struct_error
+
+
+cdef long long _INT_MAX = 0x7FFFFFFF
+cdef int _PAGE_SHIFT = 12
+cdef int _ENTRY_SIZE = 20
+
+
+cdef inline void _put32(unsigned char *p, long long v) noexcept nogil:
+    p[0] = (v >> 24) & 0xFF
+    p[1] = (v >> 16) & 0xFF
+    p[2] = (v >> 8) & 0xFF
+    p[3] = v & 0xFF
+
+
+cdef inline long long _get32(const unsigned char *p) noexcept nogil:
+    return <int>((<unsigned int>p[0] << 24) | (<unsigned int>p[1] << 16)
+                 | (<unsigned int>p[2] << 8) | <unsigned int>p[3])
+
+
+cdef inline long long _int32(long long v) except? -1:
+    if v < -2147483648 or v > 2147483647:
+        raise _struct_error(f"int32 field out of range: {v}")
+    return v
+
+
+def put_many(index_file, list entries, Py_ssize_t start):
+    """``IndexFile.put_many``, compiled: add ``(keyHash, phyOffset, storeTimestamp)``
+    entries from ``entries[start]`` until the file is full; the first not added."""
+    cdef Py_buffer slots, mapped
+    cdef Py_ssize_t base = index_file._slot_base, at = start, stop = len(entries)
+    cdef Py_ssize_t slot_num = index_file.slot_num, entries_at = index_file.entries_at
+    cdef long long number = index_file.count, limit = index_file.index_num
+    cdef long long used = index_file.slots_used, begin_ts = index_file.begin_ts
+    cdef long long key_hash, phys, store_ts, head, diff, slot_pos, entry_pos
+    cdef unsigned char *p
+    dirty = index_file._dirty
+    tracked = base == 0 and len(dirty) <= index_file._whole_flush_pages
+    if slot_num <= 0:
+        raise ZeroDivisionError("integer modulo by zero")
+    PyObject_GetBuffer(index_file._slots, &slots, PyBUF_WRITABLE)
+    try:
+        PyObject_GetBuffer(index_file.mapped.mm, &mapped, PyBUF_WRITABLE)
+        try:
+            while at < stop and number < limit:
+                key_hash, phys, store_ts = <tuple>entries[at]
+                slot_pos = ((key_hash % slot_num + slot_num) % slot_num) * 4  # Python's %
+                if base + slot_pos + 4 > slots.len:
+                    raise _struct_error("slot out of the table")
+                head = _get32(<unsigned char *>slots.buf + base + slot_pos)
+                if head <= 0 or head >= number:
+                    head = 0
+                    used += 1
+                if number <= 1:
+                    index_file.begin_ts = store_ts
+                    begin_ts = store_ts
+                    index_file.begin_phys = phys
+                diff = (store_ts - begin_ts) // 1000 if begin_ts > 0 else 0
+                diff = 0 if diff < 0 else _INT_MAX if diff > _INT_MAX else diff
+                entry_pos = entries_at + number * _ENTRY_SIZE
+                if entry_pos + _ENTRY_SIZE > mapped.len:
+                    raise _struct_error("entry out of the file")
+                p = <unsigned char *>mapped.buf + entry_pos
+                _put32(p, _int32(key_hash))
+                _put32(p + 4, phys >> 32)
+                _put32(p + 8, phys & 0xFFFFFFFFLL)
+                _put32(p + 12, diff)
+                _put32(p + 16, head)
+                _put32(<unsigned char *>slots.buf + base + slot_pos, _int32(number))
+                if tracked:
+                    dirty.add(slot_pos >> _PAGE_SHIFT)
+                number += 1
+                at += 1
+        finally:
+            PyBuffer_Release(&mapped)
+    finally:
+        PyBuffer_Release(&slots)
+    if at > start:
+        _key, index_file.end_phys, index_file.end_ts = entries[at - 1]
+    index_file.count = number
+    index_file.slots_used = used
+    return at

@@ -1,0 +1,71 @@
+# Included (``include "_slotted.pxi"``) by the compiled accelerators that build instances
+# of slotted classes (``@dataclass(slots=True)``, ``__slots__``): a Python ``__init__`` is a
+# frame and an attribute store per field, a few microseconds per message on the hot path.
+
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_INCREF
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDef:
+        const char *name
+        int type
+        Py_ssize_t offset
+        int flags
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef *d_member
+    PyTypeObject PyMemberDescr_Type
+    int T_OBJECT_EX
+
+
+DEF MAX_SLOTS = 16
+
+
+cdef class Slotted:
+    """Makes instances of ``cls`` by storing values straight into the slots ``names``, in
+    order: what a slotted class's ``__init__`` stores, without running it; and reads those
+    slots of an instance of exactly ``cls``. Refuses (with TypeError) a name that is not a
+    plain object slot of ``cls``."""
+
+    cdef readonly object cls
+    cdef Py_ssize_t offsets[MAX_SLOTS]
+    cdef Py_ssize_t count
+
+    def __init__(self, cls, tuple names):
+        if len(names) > MAX_SLOTS:
+            raise TypeError(f"{cls.__name__}: more than {MAX_SLOTS} slots")
+        self.cls = cls
+        self.count = len(names)
+        for i, name in enumerate(names):
+            descriptor = None
+            for klass in cls.__mro__:
+                if name in klass.__dict__:
+                    descriptor = klass.__dict__[name]
+                    break
+            if (descriptor is None
+                    or type(descriptor) is not <object>&PyMemberDescr_Type
+                    or (<PyMemberDescrObject *>descriptor).d_member.type != T_OBJECT_EX):
+                raise TypeError(f"{cls.__name__}.{name} is not a slot")
+            self.offsets[i] = (<PyMemberDescrObject *>descriptor).d_member.offset
+
+    cdef object make(self, tuple values):
+        """A new instance holding ``values`` (as many as the names) in those slots."""
+        cdef PyObject **slot
+        cdef Py_ssize_t i
+        if len(values) != self.count:
+            raise TypeError(f"{self.cls.__name__}: {len(values)} values for {self.count} slots")
+        made = object.__new__(self.cls)
+        for i in range(self.count):
+            value = values[i]
+            Py_INCREF(value)
+            slot = <PyObject **>(<char *><PyObject *>made + self.offsets[i])
+            slot[0] = <PyObject *>value
+        return made
+
+    cdef inline object get(self, object instance, Py_ssize_t i):
+        """Slot ``names[i]`` of ``instance`` (whose type the caller checked is ``cls``);
+        AttributeError when it was never set, as reading the attribute raises."""
+        cdef PyObject *value = (<PyObject **>(<char *><PyObject *>instance + self.offsets[i]))[0]
+        if value == NULL:
+            raise AttributeError(i)
+        return <object>value
