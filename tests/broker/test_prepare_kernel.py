@@ -185,3 +185,38 @@ def test_any_properties_are_prepared_alike(context: BrokerContext, properties: s
     ext = v2_fields(i=properties, e=queue)
     results, _, _ = prepare((compiled, python), ext, RequestCode.SEND_MESSAGE_V2)
     assert results == prepare((python, compiled), ext, RequestCode.SEND_MESSAGE_V2)[0]
+
+
+def test_a_mixed_run_is_prepared_alike(
+    processors: tuple[send.SendProcessor, send.SendProcessor],
+) -> None:
+    """``prepare_run`` over plain and other sends gives what ``_prepare`` gives each."""
+    run_kernel = send.compiled_prepare_run()
+    assert run_kernel is not None
+    compiled, python = processors
+    peer = _Peer()
+    mixed = [
+        v2_fields(), v2_fields(e="8"), v2_fields(m="true"), v2_fields(b="Auto"),
+        v2_fields(i="DELAY\x012"), v2_fields(e="1"), v2_fields(b="Auto", e="0"),
+    ]  # fmt: skip
+    body = memoryview(b"payload")
+
+    def requests() -> list[RemotingCommand]:
+        return [RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, f, body) for f in mixed]
+
+    replies: list[object] = []
+    ready: list[tuple[int, Ready]] = []
+    messages: list[InnerMessage] = []
+    run_kernel(requests(), lambda r, v2: compiled._check(peer, r, v2), compiled._states,
+               compiled._topics.table, compiled._cluster_entry, compiled._born_host(
+                   peer.remote_address), Ready, InnerMessage, DispatchHints,
+               replies, ready, messages)  # type: ignore[arg-type]  # fmt: skip
+    expected = [python._prepare(peer, r, True) for r in requests()]
+    assert [i for i, _ in ready] == [i for i, e in enumerate(expected) if isinstance(e, Ready)]
+    assert [outcome(one) for _, one in ready] == [
+        outcome(e) for e in expected if isinstance(e, Ready)
+    ]
+    assert [m for _, one in ready for m in one.messages] == messages
+    refused = [outcome(r) for r in replies if r is not None]  # type: ignore[arg-type]
+    assert refused == [outcome(e) for e in expected if not isinstance(e, Ready)]
+    assert len(ready) == 5  # refused: the queue over the limit, the batch that is not one

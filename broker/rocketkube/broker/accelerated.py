@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from rocketkube.broker.processors import send, send_answers
 from rocketkube.broker.store import commitlog, dispatch, index
+from rocketkube.common.remoting import dispatch as dispatcher
 from rocketkube.common.remoting import frame
 
 __all__ = ["accelerated"]
@@ -17,6 +18,8 @@ def accelerated() -> list[str]:
     names: list[str] = []
     if frame.compiled_scan() is not None:
         names.append("frame scan")
+    if dispatcher.compiled_tally_replies() is not None:
+        names.append("reply tally")
     if commitlog.compiled_encode_run() is not None:
         names.append("commit log append")
     if dispatch.compiled_dispatch_run() is not None:

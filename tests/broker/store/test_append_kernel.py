@@ -10,13 +10,15 @@ comparison is skipped, and ``test_the_build_compiled_it`` says why.
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketkube.broker.store import AppendResult, InnerMessage
+from rocketkube.broker.store import AppendResult, InnerMessage, StoreConfig
 from rocketkube.broker.store.commitlog import CommitLog, EncodeRun, compiled_encode_run
+from rocketkube.broker.store.settings import StorePaths
 from rocketkube.common import accelerators
 from rocketkube.common.message import record
 
@@ -140,3 +142,27 @@ def test_the_environment_turns_the_accelerators_off(monkeypatch: pytest.MonkeyPa
     assert not accelerators.wanted({"ROCKETKUBE_NO_EXTENSIONS": "1"})
     monkeypatch.setenv("ROCKETKUBE_NO_EXTENSIONS", "1")
     assert compiled_encode_run() is None
+
+
+@needs_compiled
+def test_records_are_sized_as_validate_sizes_them(config: StoreConfig, tmp_path: Path) -> None:
+    from rocketkube.broker.store import _append
+
+    log = CommitLog(StorePaths(tmp_path), config, V4)
+    messages = [
+        InnerMessage("A", 0, b"x" * 10, b"p", born_host=V4),
+        InnerMessage("Bb", 1, memoryview(b"y" * 300), b"", born_host=V6),
+    ]
+    total, error = log._validate(messages)  # caches the topics
+    assert (total, error) == (sum(record.record_size(len(m.body), len(m.topic),
+                                                     len(m.properties), len(m.born_host))
+                                  for m in messages), "")  # fmt: skip
+    size = _append.records_size
+    assert size(messages, log._topics, log._fixed_size, log.max_body_size) == total
+    unknown = [*messages, InnerMessage("New", 0, b"z")]
+    assert size(unknown, log._topics, log._fixed_size, log.max_body_size) == -1
+    big = [InnerMessage("A", 0, b"x" * (log.max_body_size + 1))]
+    assert size(big, log._topics, log._fixed_size, log.max_body_size) == -1
+    props = [InnerMessage("A", 0, b"x", b"p" * 32768)]
+    assert size(props, log._topics, log._fixed_size, log.max_body_size) == -1
+    assert log._validate(props)[0] == -2  # the loop decides, as before

@@ -222,3 +222,38 @@ cdef object _plain(
         ready_type, ((message,), topic, queue_id, len(body), wait_flush, started)
     )
 
+
+
+def prepare_run(
+    requests,
+    check,
+    dict states,
+    dict configs,
+    bytes cluster_entry,
+    bytes born_host,
+    ready_type,
+    message_type,
+    hints_type,
+    list replies,
+    list ready,
+    list messages,
+):
+    """``SendProcessor.send_many``'s preparation of a run, compiled: each request is
+    prepared by :func:`prepare_plain` or, when not plain, by ``check(request, v2)``; a
+    ready send's place and itself go to ``ready``, its messages to ``messages`` and None to
+    ``replies``, a refusal to ``replies``."""
+    for request in requests:
+        v2 = request.code != 10  # SEND_MESSAGE: V1 header names
+        try:
+            prepared = _plain(request, v2, states, configs, cluster_entry, born_host,
+                              ready_type, message_type, hints_type, perf_counter())
+        except UnicodeEncodeError:
+            prepared = None
+        if prepared is None:
+            prepared = check(request, v2)
+        if isinstance(prepared, ready_type):
+            ready.append((len(replies), prepared))
+            messages.extend((<tuple>prepared)[0])
+            replies.append(None)
+        else:
+            replies.append(prepared)

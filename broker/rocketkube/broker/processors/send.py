@@ -50,6 +50,7 @@ fed once per event loop turn instead of once per send.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from typing import Final, TypeAlias
@@ -104,6 +105,15 @@ _new: Final = tuple.__new__
 """Builds a named tuple without its ``__new__``, a Python function: 0.1 us less each."""
 
 
+PrepareRun: TypeAlias = Callable[
+    [Sequence[RemotingCommand], Callable[[RemotingCommand, bool], Ready | RemotingCommand],
+     dict[str, TopicState], dict[str, TopicConfig], bytes, bytes, type[Ready],
+     type[InnerMessage], type[DispatchHints], list[Reply | None], list[tuple[int, Ready]],
+     list[InnerMessage]],
+    None,
+]  # fmt: skip
+
+
 def compiled_prepare_plain() -> PreparePlain | None:
     """The compiled preparation of plain sends (``_prepare.pyx``), or None: not built, or
     turned off."""
@@ -114,6 +124,17 @@ def compiled_prepare_plain() -> PreparePlain | None:
     except ImportError:
         return None
     return _prepare.prepare_plain
+
+
+def compiled_prepare_run() -> PrepareRun | None:
+    """The compiled preparation of a run of sends (``_prepare.pyx``), or None."""
+    if not accelerators.wanted():
+        return None
+    try:
+        from rocketkube.broker.processors import _prepare
+    except ImportError:
+        return None
+    return _prepare.prepare_run
 
 
 class SendProcessor:
@@ -129,6 +150,8 @@ class SendProcessor:
         self._cluster = settings.broker_cluster_name
         self._cluster_entry = f"CLUSTER\x01{self._cluster}".encode("utf-8", "replace")
         self._plain = plain or compiled_prepare_plain()
+        self._prepare_run = compiled_prepare_run() if plain is None else None
+        """The compiled preparation of a run (plain sends in C, the others by _check)."""
         self._answers = SendAnswers(ctx)
         self._fail = self._answers.fail
         self._is_slave = settings.broker_role is BrokerRole.SLAVE
@@ -165,25 +188,22 @@ class SendProcessor:
         replies: list[Reply | None] = []  # None: ready, answered once stored
         ready: list[tuple[int, Ready]] = []
         messages: list[InnerMessage] = []
-        plain = self._plain if self._writable_master() else None
-        if plain is not None:
-            states, configs, entry = self._states, self._topics.table, self._cluster_entry
-            born_host = self._born_host(conn.remote_address)
-        for req in requests:
-            v2 = req.code != RequestCode.SEND_MESSAGE
-            prepared: Ready | RemotingCommand | None = None
-            if plain is not None:
-                prepared = plain(
-                    req, v2, states, configs, entry, born_host, Ready, InnerMessage, DispatchHints
-                )
-            if prepared is None:
-                prepared = self._check(conn, req, v2)
-            if isinstance(prepared, Ready):
-                ready.append((len(replies), prepared))
-                messages += prepared.messages
-                replies.append(None)
-            else:
-                replies.append(prepared)
+        run = self._prepare_run if self._writable_master() else None
+        if run is not None:
+            run(
+                requests, functools.partial(self._check, conn), self._states,
+                self._topics.table, self._cluster_entry, self._born_host(conn.remote_address),
+                Ready, InnerMessage, DispatchHints, replies, ready, messages,
+            )  # fmt: skip
+        else:
+            for req in requests:
+                prepared = self._prepare(conn, req, req.code != RequestCode.SEND_MESSAGE)
+                if isinstance(prepared, Ready):
+                    ready.append((len(replies), prepared))
+                    messages += prepared.messages
+                    replies.append(None)
+                else:
+                    replies.append(prepared)
         put = self._store.put_messages
         if len(ready) > 1:
             result = put(messages)

@@ -17,3 +17,6 @@ def encode_run(
     now: int,
     result_type: type[model.AppendResult],
 ) -> tuple[int, list[model.AppendResult]]: ...
+def records_size(
+    messages: Sequence[model.InnerMessage], topics: dict[str, bytes], fixed: int, max_body: int
+) -> int: ...

@@ -189,3 +189,22 @@ def encode_run(
         PyBuffer_Release(&out)
     return pos, appended
 
+
+
+def records_size(messages, dict topics, Py_ssize_t fixed, Py_ssize_t max_body):
+    """The total size of ``messages``' records when each is storable as ``_validate``
+    checks (its topic's UTF-8 already in ``topics``, the body and the properties within
+    their limits); -1 for anything else, which ``CommitLog._validate`` then decides."""
+    cdef Py_ssize_t total = 0, body_len, props_len
+    for message in messages:
+        if type(message) is not _MESSAGE.cls:
+            return -1
+        topic = topics.get(_MESSAGE.get(message, 0))
+        if topic is None:
+            return -1
+        body_len = len(_MESSAGE.get(message, 2))
+        props_len = len(_MESSAGE.get(message, 3))
+        if body_len > max_body or props_len > 32767:
+            return -1
+        total += fixed + len(_MESSAGE.get(message, 7)) + body_len + len(<bytes>topic) + props_len
+    return total

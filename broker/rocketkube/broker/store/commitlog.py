@@ -56,6 +56,20 @@ def compiled_encode_run() -> EncodeRun | None:
     return _append.encode_run
 
 
+def compiled_records_size() -> RecordsSize | None:
+    """The compiled fast path of ``CommitLog._validate`` (``_append.pyx``), or None."""
+    if not accelerators.wanted():
+        return None
+    try:
+        from rocketkube.broker.store import _append
+    except ImportError:
+        return None
+    return _append.records_size
+
+
+RecordsSize: TypeAlias = Callable[[Sequence[model.InnerMessage], dict[str, bytes], int, int], int]
+
+
 class Scan:
     """Iterates the valid records from an offset; ``end`` is where validity stopped.
 
@@ -124,6 +138,8 @@ class CommitLog:
         self._topics: dict[str, bytes] = {}
         self._populate = True  # off once the kernel says MADV_POPULATE_WRITE is unknown
         self._encode_run = encode_run or compiled_encode_run() or self.encode_run
+        self._records_size = compiled_records_size()
+        """Sizes a run whose every topic is known (compiled); -1 leaves it to the loop."""
 
     # -- offsets ---------------------------------------------------------------------------
 
@@ -154,6 +170,11 @@ class CommitLog:
 
     def _validate(self, messages: Sequence[model.InnerMessage]) -> tuple[int, str]:
         """Total size of the records, or ``(-status-code, error)`` when one is illegal."""
+        if self._records_size is not None:
+            total = self._records_size(messages, self._topics, self._fixed_size,
+                                       self.max_body_size)  # fmt: skip
+            if 0 <= total <= self.file_size - _BLANK_RESERVE:
+                return total, ""
         topics = self._topics
         max_body = self.max_body_size
         fixed = self._fixed_size

@@ -59,7 +59,7 @@ cdef int _hex4(const unsigned char *p) noexcept:
 
 
 DEF CACHE_SIZE = 256
-DEF CACHED_LENGTH = 15
+DEF CACHED_LENGTH = 31
 
 
 cdef struct _Cached:
@@ -129,7 +129,11 @@ cdef object _string(const unsigned char **at, const unsigned char *end, bint kee
         except UnicodeDecodeError:
             return None
         return text if keep else True
-    out = <char *>PyMem_Malloc(n if n > 0 else 1)
+    cdef char small[1024]
+    if n <= 1024:
+        out = &small[0]
+    else:
+        out = <char *>PyMem_Malloc(n)
     if out == NULL:
         raise MemoryError()
     try:
@@ -197,7 +201,8 @@ cdef object _string(const unsigned char **at, const unsigned char *end, bint kee
             return None
         return text if keep else True
     finally:
-        PyMem_Free(out)
+        if out != &small[0]:
+            PyMem_Free(out)
 
 
 cdef object _integer(const unsigned char **at, const unsigned char *end):

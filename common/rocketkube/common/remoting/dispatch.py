@@ -18,6 +18,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from rocketkube.common import accelerators
 from rocketkube.common.remoting import codes
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
@@ -58,12 +59,16 @@ class Dispatcher:
         self,
         processors: Mapping[int, Processor],
         observer: RequestObserver | None = None,
+        tally_replies: TallyReplies | None = None,
     ) -> None:
+        """``tally_replies`` does what :func:`count_replies` does (the compiled
+        ``_tally.pyx`` by default when built)."""
         self._processors = dict(processors)
         self._many = {
             code: p.many for code, p in processors.items() if isinstance(p, BatchingProcessor)
         }
         self._observer = observer
+        self._tally_replies = tally_replies or compiled_tally_replies() or count_replies
 
     @property
     def codes(self) -> frozenset[int]:
@@ -120,15 +125,13 @@ class Dispatcher:
         # Each request is told its share of the run's time; answered ones in one tally,
         # members of a deferred group in one tally when the group is resolved.
         share = (time.perf_counter() - started) / len(run)
-        observed: list[Reply] = []
         tally: dict[tuple[int, int | None], int] = {}
+        rest = self._tally_replies(run, replies, tally)
+        observed = list(replies)
         groups: dict[tuple[DeferredGroup, int], list[DeferredReply]] | None = None
-        for request, reply in zip(run, replies, strict=True):
-            if reply is None or isinstance(reply, RemotingCommand):
-                key = (request.code, None if reply is None else reply.code)
-                tally[key] = tally.get(key, 0) + 1
-                observed.append(reply)
-            elif type(reply) is DeferredReply and reply.group is not None:
+        for at in rest:
+            request, reply = run[at], replies[at]
+            if type(reply) is DeferredReply and reply.group is not None:
                 if groups is None:
                     groups = {}
                 slot = (reply.group, request.code)
@@ -136,9 +139,8 @@ class Dispatcher:
                 if members is None:
                     members = groups[slot] = []
                 members.append(reply)
-                observed.append(reply)
             else:
-                observed.append(self._observed(request.code, reply, started))
+                observed[at] = self._observed(request.code, reply, started)  # type: ignore[arg-type]
         for (code, result), count in tally.items():
             observer(code, result, share, count)
         if groups is not None:
@@ -189,6 +191,40 @@ class Dispatcher:
             raise
         self._observer(code, _code_of(result), time.perf_counter() - started, 1)
         return result
+
+
+TallyReplies = Callable[
+    [Sequence[RemotingCommand], Sequence[Reply], dict[tuple[int, int | None], int]], list[int]
+]
+
+
+def count_replies(
+    run: Sequence[RemotingCommand],
+    replies: Sequence[Reply],
+    tally: dict[tuple[int, int | None], int],
+) -> list[int]:
+    """Count each reply that answers now (None or a command) in ``tally``, by (request
+    code, response code or None); the indexes of the others (deferred, awaitable).
+    (``_tally.pyx`` is this loop compiled.)"""
+    rest: list[int] = []
+    for at, (request, reply) in enumerate(zip(run, replies, strict=True)):
+        if reply is None or isinstance(reply, RemotingCommand):
+            key = (request.code, None if reply is None else reply.code)
+            tally[key] = tally.get(key, 0) + 1
+        else:
+            rest.append(at)
+    return rest
+
+
+def compiled_tally_replies() -> TallyReplies | None:
+    """The compiled twin of :func:`count_replies`, or None: not built, or turned off."""
+    if not accelerators.wanted():
+        return None
+    try:
+        from rocketkube.common.remoting import _tally
+    except ImportError:
+        return None
+    return _tally.count_replies
 
 
 def _failed(exc: Exception) -> asyncio.Future[RemotingCommand | None]:
