@@ -61,7 +61,9 @@ def test_bench_broker_against_child_brokers(capsys: pytest.CaptureFixture[str]) 
     assert code == 0, err
     summary = json.loads(out)
     assert summary["benchmark"] == "broker"
-    assert {"cpus", "load_before", "load_after", "calibration_ms"} <= summary["machine"].keys()
+    assert {"cpus", "load_before", "load_after", "calibration_ms", "compiled_accelerators"} <= (
+        summary["machine"].keys()
+    )
     results = summary["results"]
     seen = {(r["kind"], r["flush"], r["body_size"]) for r in results}
     assert seen == {

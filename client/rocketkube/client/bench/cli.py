@@ -32,6 +32,7 @@ from rocketkube.client.bench import sdk
 from rocketkube.client.bench.stats import Report
 from rocketkube.common import errors, runtime
 from rocketkube.common.cli import Command
+from rocketkube.common.remoting import frame
 from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
@@ -317,14 +318,18 @@ async def run_broker(args: argparse.Namespace) -> int:
 
     fastest, slowest = bench.calibrate()
     load = os.getloadavg()
+    # Brokers started here run this install, with this environment: compiled or not alike.
+    compiled = frame.compiled_scan() is not None
     machine: dict[str, Any] = {
         "cpus": os.cpu_count(),
         "load_before": load,
         "calibration_ms": [round(fastest, 1), round(slowest, 1)],
+        "compiled_accelerators": compiled,
     }
     print(
         f"machine: {os.cpu_count()} CPUs, load {load[0]:.2f}, a 1M-step Python loop takes "
-        f"{fastest:.0f}-{slowest:.0f} ms (a wide spread: noisy figures)",
+        f"{fastest:.0f}-{slowest:.0f} ms (a wide spread: noisy figures); compiled "
+        f"accelerators {'on' if compiled else 'off (ROCKETKUBE_NO_EXTENSIONS or not built)'}",
         file=table,
     )
     print(bench.format_header(), file=table, flush=True)
