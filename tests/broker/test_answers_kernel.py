@@ -10,8 +10,11 @@ import pytest
 from rocketkube.broker.processors.send_answers import (
     Reply,
     StoredAnswers,
+    WaitedAnswers,
     compiled_stored_answers,
+    compiled_waited_answers,
     stored_answers,
+    waited_answers,
 )
 from rocketkube.broker.processors.send_state import Ready
 from rocketkube.broker.store import AppendResult, InnerMessage
@@ -59,3 +62,23 @@ def test_runs_are_answered_alike() -> None:
     assert tally == {"A": [6, 18], "B": [1, 3]}
     assert frames[1][2]["msgId"] == "ID0001,ID0002,ID0003"  # type: ignore[index]
     assert frames[1][2]["o"] == "1"  # type: ignore[index]
+
+
+def test_the_answers_after_a_flush_are_made_alike() -> None:
+    waited = compiled_waited_answers()
+    assert waited is not None
+    appended = [AppendResult(100 * n, 50, n, f"ID{n:04X}", 1) for n in range(6)]
+    lists = ([0, 1, 4], [1, 4, 6], [3, 0, 7], [9.5, 9.0, 8.0])  # firsts, ends, queues, started
+
+    def made(run: WaitedAnswers) -> tuple[list[object], list[float]]:
+        latencies: list[float] = []
+        answers = run(appended, *lists, TEMPLATE, 10.0, latencies)
+        templated = [a for a in answers if isinstance(a, TemplatedResponse)]
+        assert len(templated) == len(answers)
+        return [(a.code, a.json_frame(3)) for a in templated], latencies
+
+    compiled = made(waited)
+    assert compiled == made(waited_answers)
+    frames, latencies = compiled
+    assert latencies == [0.5, 1.0, 2.0]
+    assert b'"msgId":"ID0001,ID0002,ID0003"' in frames[1][1]  # type: ignore[index]

@@ -7,6 +7,7 @@ whole commands in both serializations, JSON headers of any shape and raw bytes.
 
 from __future__ import annotations
 
+import asyncio
 import struct
 
 import orjson
@@ -18,6 +19,7 @@ from rocketkube.common import errors
 from rocketkube.common.remoting import frame
 from rocketkube.common.remoting.codes import SerializeType
 from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.common.remoting.deferred import DeferredReply
 
 COMPILED = frame.compiled_scan()
 pytestmark = pytest.mark.skipif(COMPILED is None, reason="accelerators not built")
@@ -306,3 +308,35 @@ def test_only_plain_slots_are_written_directly() -> None:
         _frames.Slotted(WithProperty, ("a", "c"))
     with pytest.raises(TypeError, match="is not a slot"):
         _frames.Slotted(Plain, ("missing",))
+
+
+def test_resolved_replies_are_written_alike() -> None:
+    held = frame.compiled_held_frames()
+    assert held is not None
+    results: list[RemotingCommand | None] = [
+        STORED.response("id", 1, 2),
+        RemotingCommand.response(1, "refused"),
+        None,
+        STORED.response("x", 3, 4),  # to a ROCKETMQ-serialized request: left
+        STORED.response(1.5, 0, 0),  # rendered by json_frame
+    ]
+    replies = []
+    for result in results:
+        reply = DeferredReply()
+        reply.resolve(result)
+        replies.append(reply)
+    opaques = [1, 2, 3, 4, 5]
+    kinds = [SerializeType.JSON] * 3 + [SerializeType.ROCKETMQ, SerializeType.JSON]
+
+    def written(render: frame.HeldFrames) -> tuple[list[bytes], list[int]]:
+        outbox: frame.Outbox = []
+        rest = render(replies, opaques, kinds, outbox)
+        return [bytes(data) for data in outbox], rest
+
+    compiled = written(held)
+    assert compiled == written(frame.held_frames)
+    assert compiled[1] == [1, 2, 3]
+    pending = [DeferredReply()]
+    for render in (held, frame.held_frames):
+        with pytest.raises(asyncio.InvalidStateError):
+            render(pending, [1], [SerializeType.JSON], [])

@@ -52,6 +52,32 @@ def stored_answers(appended, list ready, list replies, template, double now, lis
         at += count
 
 
+def waited_answers(appended, list firsts, list ends, list queue_ids, list started, template,
+                   double now, list latencies):
+    """``send_answers.waited_answers``, compiled."""
+    cdef Py_ssize_t i, count = len(firsts), first, end
+    cdef list answers = []
+    if len(ends) != count or len(queue_ids) != count or len(started) != count:
+        raise ValueError("zip() arguments have different lengths")  # as strict=True
+    code = template.code
+    cdef bint direct = type(template).response is _TEMPLATE_RESPONSE
+    for i in range(count):
+        first = firsts[i]
+        end = ends[i]
+        head = _tuple(appended[first])
+        if end - first == 1:
+            msg_id = head[3]
+        else:
+            msg_id = ",".join([_tuple(a)[3] for a in appended[first:end]])
+        values = (msg_id, queue_ids[i], head[2])
+        if direct:
+            answers.append(_ANSWER.make((code, template, values)))
+        else:
+            answers.append(template.response(*values))
+        latencies.append(now - <double>started[i])
+    return answers
+
+
 from rocketkube.common.remoting.frame import ResponseTemplate as _ResponseTemplate
 
 _TEMPLATE_RESPONSE = _ResponseTemplate.response

@@ -90,6 +90,51 @@ def stored_answers(
         at += count
 
 
+WaitedAnswers: TypeAlias = Callable[
+    [Sequence[AppendResult], list[int], list[int], list[int], list[float], ResponseTemplate,
+     float, list[float]],
+    list[RemotingCommand | None],
+]  # fmt: skip
+
+
+def waited_answers(
+    appended: Sequence[AppendResult],
+    firsts: list[int],
+    ends: list[int],
+    queue_ids: list[int],
+    started: list[float],
+    template: ResponseTemplate,
+    now: float,
+    latencies: list[float],
+) -> list[RemotingCommand | None]:
+    """The answers, from ``template``, of the sends that waited for a flush (in the
+    parallel lists of :class:`~.send_state.Waiting`: each one's messages are
+    ``appended[first:end]``), each one's latency until ``now`` appended to ``latencies``.
+    (``_answers.pyx`` has this loop compiled.)"""
+    response = template.response
+    answers: list[RemotingCommand | None] = []
+    for first, end, queue_id, began in zip(firsts, ends, queue_ids, started, strict=True):
+        head = appended[first]
+        if end - first == 1:
+            msg_id = head.msg_id
+        else:
+            msg_id = ",".join([a.msg_id for a in appended[first:end]])
+        answers.append(response(msg_id, queue_id, head.queue_offset))
+        latencies.append(now - began)
+    return answers
+
+
+def compiled_waited_answers() -> WaitedAnswers | None:
+    """The compiled twin of :func:`waited_answers`, or None: not built, or turned off."""
+    if not accelerators.wanted():
+        return None
+    try:
+        from rocketkube.broker.processors import _answers
+    except ImportError:
+        return None
+    return _answers.waited_answers
+
+
 def compiled_stored_answers() -> StoredAnswers | None:
     """The compiled twin of :func:`stored_answers`, or None: not built, or turned off."""
     if not accelerators.wanted():
@@ -127,6 +172,7 @@ class SendAnswers:
         self._replicas = ctx.replicas if sync_master else None
         self._uncounted: dict[str, list[int]] = {}
         self._stored_answers_run = stored_answers_run or compiled_stored_answers() or stored_answers
+        self._waited_answers = compiled_waited_answers() or waited_answers
 
     @property
     def waits_for_slaves(self) -> bool:
@@ -226,17 +272,14 @@ class SendAnswers:
         ticket = waiting.result.flush
 
         def answer(code: int) -> None:
-            stored = self._stored
             w = waiting
-            group.resolve(
-                w.replies,
-                [
-                    stored(code, appended, first, end, queue_id, started)
-                    for first, end, queue_id, started in zip(
-                        w.firsts, w.ends, w.queue_ids, w.started, strict=True
-                    )
-                ],
-            )
+            latencies: list[float] = []
+            replies = self._waited_answers(
+                appended, w.firsts, w.ends, w.queue_ids, w.started, self._stored_answers[code],
+                time.perf_counter(), latencies,
+            )  # fmt: skip
+            self._stats.send_latency.observe_many(latencies)
+            group.resolve(w.replies, replies)
 
         def flushed(status: PutStatus) -> None:
             if status is not PutStatus.PUT_OK:

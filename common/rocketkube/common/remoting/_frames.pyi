@@ -5,6 +5,7 @@ from collections.abc import Callable, Sequence
 from rocketkube.common import errors
 from rocketkube.common.remoting import codes
 from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.common.remoting.deferred import DeferredReply
 
 class Scanner:
     def __call__(
@@ -27,3 +28,10 @@ def templated_frames(
 class Slotted:
     cls: type
     def __init__(self, cls: type, names: tuple[str, ...]) -> None: ...
+
+def held_frames(
+    replies: Sequence[DeferredReply],
+    opaques: Sequence[int],
+    serializations: Sequence[codes.SerializeType],
+    outbox: list[bytes | bytearray | memoryview],
+) -> list[int]: ...

@@ -528,13 +528,44 @@ def templated_frames(requests, replies, list outbox):
     return rest
 
 
+def held_frames(replies, opaques, serializations, list outbox):
+    """``frame.held_frames``, compiled (each result read from its reply's slot)."""
+    cdef list rest = []
+    cdef Py_ssize_t i, count = len(replies)
+    if len(opaques) != count or len(serializations) != count:
+        raise ValueError("zip() arguments have different lengths")  # as strict=True
+    for i in range(count):
+        reply = replies[i]
+        if type(reply) is _HELD.cls:
+            if not _HELD.get(reply, 1):
+                result = reply.result()  # raises: not given yet
+            else:
+                result = _HELD.get(reply, 0)
+        else:
+            result = reply.result()
+        if type(result) is _TEMPLATED and serializations[i] is _JSON_TYPE:
+            data = None
+            try:
+                data = _render(result, opaques[i])
+            except OverflowError:
+                pass
+            if data is None:
+                data = result.json_frame(opaques[i])
+            outbox.append(data)
+        else:
+            rest.append(i)
+    return rest
+
+
 from rocketkube.common.remoting.codes import SerializeType as _SerializeType
 from rocketkube.common.remoting.command import FLAG_ONEWAY as _FLAG_ONEWAY
 from rocketkube.common.remoting.frame import TemplatedResponse as _TEMPLATED
 from rocketkube.common.remoting.command import RemotingCommand as _RemotingCommand
+from rocketkube.common.remoting.deferred import DeferredReply as _DeferredReply
 
 include "_slotted.pxi"
 
+cdef Slotted _HELD = Slotted(_DeferredReply, ("_reply", "_resolved"))
 cdef Slotted _COMMAND = Slotted(_RemotingCommand, ("code", "opaque", "flag", "language", "version", "remark",
                                       "ext_fields", "body", "serialize_type"))
 

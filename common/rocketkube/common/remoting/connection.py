@@ -72,6 +72,7 @@ class Connection(asyncio.Protocol):
         self._on_close = on_close
         self._decoder = frame.FrameDecoder()
         self._templated_frames = frame.compiled_templated_frames() or frame.templated_frames
+        self._held_frames = frame.compiled_held_frames() or frame.held_frames
         # opaque -> (future, deadline, request code, timeout); one timer per connection, at
         # the earliest deadline.
         self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], float, int, float]] = {}
@@ -340,11 +341,11 @@ class Connection(asyncio.Protocol):
         outer = self._batching  # resolved amid a received chunk: its outbox takes them
         self._batching = True
         try:
-            reply_to = self._reply_to
-            for reply, opaque, serialize in zip(
-                held.replies, held.opaques, held.serializations, strict=True
-            ):
-                reply_to(opaque, 0, serialize, reply.result())
+            rest = self._held_frames(held.replies, held.opaques, held.serializations,
+                                     self._writing())  # fmt: skip
+            for at in rest:
+                self._reply_to(held.opaques[at], 0, held.serializations[at],
+                               held.replies[at].result())  # fmt: skip
         finally:
             if not outer:
                 self._batching = False

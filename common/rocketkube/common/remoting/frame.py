@@ -39,6 +39,7 @@ from rocketkube.common.remoting.command import (
     Body,
     RemotingCommand,
 )
+from rocketkube.common.remoting.deferred import DeferredReply
 
 MAX_FRAME_LENGTH = 16 * 1024 * 1024
 
@@ -468,6 +469,43 @@ def templated_frames(
         else:
             rest.append(i)
     return rest
+
+
+HeldFrames: TypeAlias = Callable[
+    [Sequence[DeferredReply], Sequence[int], Sequence[codes.SerializeType], Outbox], list[int]
+]
+
+
+def held_frames(
+    replies: Sequence[DeferredReply],
+    opaques: Sequence[int],
+    serializations: Sequence[codes.SerializeType],
+    outbox: Outbox,
+) -> list[int]:
+    """:func:`templated_frames` for resolved deferred replies, with what answering needs
+    of their requests in parallel lists (none of them oneway): the frames of templated
+    results to JSON requests appended to ``outbox``; the indexes of the others."""
+    rest: list[int] = []
+    for i, (reply, opaque, serialize) in enumerate(
+        zip(replies, opaques, serializations, strict=True)
+    ):
+        result = reply.result()
+        if type(result) is TemplatedResponse and serialize is _JSON:
+            outbox.append(result.json_frame(opaque))
+        else:
+            rest.append(i)
+    return rest
+
+
+def compiled_held_frames() -> HeldFrames | None:
+    """The compiled twin of :func:`held_frames`, or None: not built, or turned off."""
+    if not accelerators.wanted():
+        return None
+    try:
+        from rocketkube.common.remoting import _frames
+    except ImportError:
+        return None
+    return _frames.held_frames
 
 
 def compiled_templated_frames() -> TemplatedFrames | None:
