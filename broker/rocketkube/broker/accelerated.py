@@ -5,6 +5,8 @@ without them, or run with ``ROCKETKUBE_NO_EXTENSIONS=1``, runs the Python loops.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rocketkube.broker.processors import send, send_answers
 from rocketkube.broker.store import commitlog, dispatch, index
 from rocketkube.common.remoting import dispatch as dispatcher
@@ -12,22 +14,18 @@ from rocketkube.common.remoting import frame
 
 __all__ = ["accelerated"]
 
+_TWINS: tuple[tuple[str, Callable[[], object]], ...] = (
+    ("frame scan", frame.compiled_scan),
+    ("answer frames", frame.compiled_templated_frames),
+    ("reply tally", dispatcher.compiled_tally_replies),
+    ("commit log append", commitlog.compiled_encode_run),
+    ("dispatch", dispatch.compiled_dispatch_run),
+    ("index append", index.compiled_put_many),
+    ("plain send preparation", send.compiled_prepare_run),
+    ("stored answers", send_answers.compiled_stored_answers),
+)
+
 
 def accelerated() -> list[str]:
     """The names of the compiled accelerators in use."""
-    names: list[str] = []
-    if frame.compiled_scan() is not None:
-        names.append("frame scan")
-    if dispatcher.compiled_tally_replies() is not None:
-        names.append("reply tally")
-    if commitlog.compiled_encode_run() is not None:
-        names.append("commit log append")
-    if dispatch.compiled_dispatch_run() is not None:
-        names.append("dispatch")
-    if index.compiled_put_many() is not None:
-        names.append("index append")
-    if send.compiled_prepare_plain() is not None:
-        names.append("plain send preparation")
-    if send_answers.compiled_stored_answers() is not None:
-        names.append("stored answers")
-    return names
+    return [name for name, twin in _TWINS if twin() is not None]

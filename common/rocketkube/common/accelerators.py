@@ -9,10 +9,11 @@ loop otherwise; ``ROCKETKUBE_NO_EXTENSIONS=1`` in the environment turns every tw
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
 
-__all__ = ["wanted"]
+__all__ = ["compiled", "wanted"]
 
 DISABLE_VARIABLE = "ROCKETKUBE_NO_EXTENSIONS"
 
@@ -20,3 +21,15 @@ DISABLE_VARIABLE = "ROCKETKUBE_NO_EXTENSIONS"
 def wanted(environ: Mapping[str, str] = os.environ) -> bool:
     """False when the environment turns the compiled accelerators off."""
     return environ.get(DISABLE_VARIABLE, "") in ("", "0")
+
+
+def compiled(module: str, name: str) -> object | None:
+    """``name`` of the compiled ``module`` (a twin), or None: not built, or turned off.
+
+    The caller says what it is (``typing.cast``): its stub (``_module.pyi``) types it."""
+    if not wanted():
+        return None
+    try:
+        return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+    except ImportError:
+        return None

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import functools
 import time
+import typing
 from collections.abc import Callable, Sequence
 from typing import Final, TypeAlias
 
@@ -117,24 +118,18 @@ PrepareRun: TypeAlias = Callable[
 def compiled_prepare_plain() -> PreparePlain | None:
     """The compiled preparation of plain sends (``_prepare.pyx``), or None: not built, or
     turned off."""
-    if not accelerators.wanted():
-        return None
-    try:
-        from rocketkube.broker.processors import _prepare
-    except ImportError:
-        return None
-    return _prepare.prepare_plain
+    return typing.cast(
+        "PreparePlain | None",
+        accelerators.compiled("rocketkube.broker.processors._prepare", "prepare_plain"),
+    )
 
 
 def compiled_prepare_run() -> PrepareRun | None:
     """The compiled preparation of a run of sends (``_prepare.pyx``), or None."""
-    if not accelerators.wanted():
-        return None
-    try:
-        from rocketkube.broker.processors import _prepare
-    except ImportError:
-        return None
-    return _prepare.prepare_run
+    return typing.cast(
+        "PrepareRun | None",
+        accelerators.compiled("rocketkube.broker.processors._prepare", "prepare_run"),
+    )
 
 
 class SendProcessor:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import typing
 from collections.abc import Callable, Sequence
 from typing import Final, TypeAlias
 
@@ -126,24 +127,18 @@ def waited_answers(
 
 def compiled_waited_answers() -> WaitedAnswers | None:
     """The compiled twin of :func:`waited_answers`, or None: not built, or turned off."""
-    if not accelerators.wanted():
-        return None
-    try:
-        from rocketkube.broker.processors import _answers
-    except ImportError:
-        return None
-    return _answers.waited_answers
+    return typing.cast(
+        "WaitedAnswers | None",
+        accelerators.compiled("rocketkube.broker.processors._answers", "waited_answers"),
+    )
 
 
 def compiled_stored_answers() -> StoredAnswers | None:
     """The compiled twin of :func:`stored_answers`, or None: not built, or turned off."""
-    if not accelerators.wanted():
-        return None
-    try:
-        from rocketkube.broker.processors import _answers
-    except ImportError:
-        return None
-    return _answers.stored_answers
+    return typing.cast(
+        "StoredAnswers | None",
+        accelerators.compiled("rocketkube.broker.processors._answers", "stored_answers"),
+    )
 
 
 class SendAnswers:

@@ -28,18 +28,6 @@ cdef int _BORN_V6 = 0x10
 cdef int _STORE_V6 = 0x20
 
 
-cdef inline void _put32(unsigned char *p, long long v) noexcept nogil:
-    p[0] = (v >> 24) & 0xFF
-    p[1] = (v >> 16) & 0xFF
-    p[2] = (v >> 8) & 0xFF
-    p[3] = v & 0xFF
-
-
-cdef inline void _put64(unsigned char *p, long long v) noexcept nogil:
-    _put32(p, v >> 32)
-    _put32(p + 4, v & 0xFFFFFFFFLL)
-
-
 cdef inline void _hex16(char *out, long long value) noexcept nogil:
     """``value`` as 16 upper-case hex digits (``%016llX``)."""
     cdef const char *digits = "0123456789ABCDEF"
@@ -60,6 +48,7 @@ cdef inline long long _int32(object value) except? -1:
 
 from rocketkube.broker.store.model import InnerMessage as _InnerMessage
 
+include "_bigendian.pxi"
 include "_slotted.pxi"
 
 cdef Slotted _MESSAGE = Slotted(_InnerMessage, (

@@ -31,12 +31,6 @@ cdef inline object _key_hash(bytes key, unsigned long seed, Py_ssize_t start, Py
                              <unsigned int>(end - start)) & _INT_MAX)
 
 
-cdef inline void _put64(unsigned char *p, long long v) noexcept nogil:
-    cdef int i
-    for i in range(8):
-        p[7 - i] = (v >> (8 * i)) & 0xFF
-
-
 cdef bint _put_entry(object queue, long long queue_offset, long long phys, long long size,
                      long long code) except -1:
     """``ConsumeQueue.put``'s common case, an entry right after the last one in the last
@@ -59,10 +53,7 @@ cdef bint _put_entry(object queue, long long queue_offset, long long phys, long 
             return False
         p = <unsigned char *>buf.buf + wrote
         _put64(p, phys)
-        p[8] = (size >> 24) & 0xFF
-        p[9] = (size >> 16) & 0xFF
-        p[10] = (size >> 8) & 0xFF
-        p[11] = size & 0xFF
+        _put32(p + 8, size)
         _put64(p + 12, code)
     finally:
         PyBuffer_Release(&buf)
@@ -72,6 +63,7 @@ cdef bint _put_entry(object queue, long long queue_offset, long long phys, long 
 
 from rocketkube.broker.store.model import InnerMessage as _InnerMessage
 
+include "_bigendian.pxi"
 include "_slotted.pxi"
 
 cdef Slotted _MESSAGE = Slotted(

@@ -9,22 +9,12 @@ from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 
 from struct import error as _struct_error
 
+include "_bigendian.pxi"
+
 
 cdef long long _INT_MAX = 0x7FFFFFFF
 cdef int _PAGE_SHIFT = 12
 cdef int _ENTRY_SIZE = 20
-
-
-cdef inline void _put32(unsigned char *p, long long v) noexcept nogil:
-    p[0] = (v >> 24) & 0xFF
-    p[1] = (v >> 16) & 0xFF
-    p[2] = (v >> 8) & 0xFF
-    p[3] = v & 0xFF
-
-
-cdef inline long long _get32(const unsigned char *p) noexcept nogil:
-    return <int>((<unsigned int>p[0] << 24) | (<unsigned int>p[1] << 16)
-                 | (<unsigned int>p[2] << 8) | <unsigned int>p[3])
 
 
 cdef inline long long _int32(long long v) except? -1:
@@ -71,8 +61,7 @@ def put_many(index_file, list entries, Py_ssize_t start):
                     raise _struct_error("entry out of the file")
                 p = <unsigned char *>mapped.buf + entry_pos
                 _put32(p, _int32(key_hash))
-                _put32(p + 4, phys >> 32)
-                _put32(p + 8, phys & 0xFFFFFFFFLL)
+                _put64(p + 4, phys)
                 _put32(p + 12, diff)
                 _put32(p + 16, head)
                 _put32(<unsigned char *>slots.buf + base + slot_pos, _int32(number))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import typing
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeAlias
 
@@ -47,24 +48,17 @@ EncodeRun: TypeAlias = Callable[
 
 def compiled_encode_run() -> EncodeRun | None:
     """The compiled append loop (``_append.pyx``), or None: not built, or turned off."""
-    if not accelerators.wanted():
-        return None
-    try:
-        from rocketkube.broker.store import _append
-    except ImportError:
-        return None
-    return _append.encode_run
+    return typing.cast(
+        "EncodeRun | None", accelerators.compiled("rocketkube.broker.store._append", "encode_run")
+    )
 
 
 def compiled_records_size() -> RecordsSize | None:
     """The compiled fast path of ``CommitLog._validate`` (``_append.pyx``), or None."""
-    if not accelerators.wanted():
-        return None
-    try:
-        from rocketkube.broker.store import _append
-    except ImportError:
-        return None
-    return _append.records_size
+    return typing.cast(
+        "RecordsSize | None",
+        accelerators.compiled("rocketkube.broker.store._append", "records_size"),
+    )
 
 
 RecordsSize: TypeAlias = Callable[[Sequence[model.InnerMessage], dict[str, bytes], int, int], int]

@@ -20,6 +20,7 @@ a message whose sender decoded them already, taken from its ``hints``.
 from __future__ import annotations
 
 import logging
+import typing
 import zlib
 from collections.abc import Callable, Sequence
 from typing import Final, TypeAlias
@@ -72,13 +73,10 @@ DispatchRun: TypeAlias = Callable[
 
 def compiled_dispatch_run() -> DispatchRun | None:
     """The compiled dispatch loop (``_dispatch.pyx``), or None: not built, or turned off."""
-    if not accelerators.wanted():
-        return None
-    try:
-        from rocketkube.broker.store import _dispatch
-    except ImportError:
-        return None
-    return _dispatch.dispatch_run
+    return typing.cast(
+        "DispatchRun | None",
+        accelerators.compiled("rocketkube.broker.store._dispatch", "dispatch_run"),
+    )
 
 
 class Dispatcher:

@@ -34,6 +34,7 @@ import mmap
 import os
 import struct
 import time
+import typing
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -304,13 +305,9 @@ PutMany: TypeAlias = Callable[[IndexFile, list[tuple[int, int, int]], int], int]
 
 def compiled_put_many() -> PutMany | None:
     """The compiled twin of :meth:`IndexFile.put_many`, or None: not built, or turned off."""
-    if not accelerators.wanted():
-        return None
-    try:
-        from rocketkube.broker.store import _index
-    except ImportError:
-        return None
-    return _index.put_many
+    return typing.cast(
+        "PutMany | None", accelerators.compiled("rocketkube.broker.store._index", "put_many")
+    )
 
 
 class IndexService:

@@ -25,11 +25,8 @@ from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_DecodeASCII, PyUnicode_DecodeUTF8
 from libc.string cimport memcmp, memcpy, memset
 
+include "_bigendian.pxi"
 
-
-cdef inline long _int32(const unsigned char *p) noexcept nogil:
-    return <int>((<unsigned int>p[0] << 24) | (<unsigned int>p[1] << 16)
-                 | (<unsigned int>p[2] << 8) | <unsigned int>p[3])
 
 
 cdef inline const unsigned char *_ws(const unsigned char *p, const unsigned char *end) noexcept:
@@ -234,6 +231,29 @@ cdef inline bint _is_key(const unsigned char *key, Py_ssize_t n, const char *nam
     return n == size and memcmp(key, name, size) == 0
 
 
+cdef enum:
+    _OTHER, _CODE, _OPAQUE, _FLAG, _VERSION, _LANGUAGE, _REMARK, _EXT_FIELDS
+
+
+cdef int _field(const unsigned char *key, Py_ssize_t n) noexcept:
+    """Which header member ``key`` names (``_OTHER``: one the command does not keep)."""
+    if _is_key(key, n, "code", 4):
+        return _CODE
+    if _is_key(key, n, "opaque", 6):
+        return _OPAQUE
+    if _is_key(key, n, "flag", 4):
+        return _FLAG
+    if _is_key(key, n, "version", 7):
+        return _VERSION
+    if _is_key(key, n, "language", 8):
+        return _LANGUAGE
+    if _is_key(key, n, "remark", 6):
+        return _REMARK
+    if _is_key(key, n, "extFields", 9):
+        return _EXT_FIELDS
+    return _OTHER
+
+
 cdef object _ext_fields(const unsigned char **at, const unsigned char *end, _Cached *cache):
     """The extFields object at ``*at``: a dict of strings, or None (anything else)."""
     cdef const unsigned char *p = _ws(at[0] + 1, end)
@@ -274,6 +294,7 @@ cdef object _plain_header(const unsigned char *p, const unsigned char *end, obje
     which ``decode_json_header`` then decides with orjson."""
     cdef const unsigned char *key
     cdef Py_ssize_t key_len
+    cdef int field
     code = None
     opaque = flag = version = 0
     language = "JAVA"
@@ -303,40 +324,37 @@ cdef object _plain_header(const unsigned char *p, const unsigned char *end, obje
             p = _ws(p + 1, end)
             if p >= end:
                 return None
-            if _is_key(key, key_len, "extFields", 9):
+            field = _field(key, key_len)
+            if field == _EXT_FIELDS:
                 if p[0] != 123:
                     return None
                 ext = _ext_fields(&p, end, cache)
                 if ext is None:
                     return None
             elif p[0] == 34:
-                wanted = (_is_key(key, key_len, "language", 8)
-                          or _is_key(key, key_len, "remark", 6))
-                value = _string(&p, end, wanted, cache)
+                if field == _CODE or field == _OPAQUE or field == _FLAG or field == _VERSION:
+                    return None  # a string where an integer belongs: refused there
+                value = _string(&p, end, field != _OTHER, cache)
                 if value is None:
                     return None
-                if _is_key(key, key_len, "language", 8):
+                if field == _LANGUAGE:
                     language = value
-                elif _is_key(key, key_len, "remark", 6):
+                elif field == _REMARK:
                     remark = value
-                elif (_is_key(key, key_len, "code", 4) or _is_key(key, key_len, "opaque", 6)
-                      or _is_key(key, key_len, "flag", 4)
-                      or _is_key(key, key_len, "version", 7)):
-                    return None  # a string where an integer belongs: refused there
             elif p[0] == 45 or 48 <= p[0] <= 57:
+                if field == _LANGUAGE or field == _REMARK:
+                    return None
                 value = _integer(&p, end)
                 if value is None:
                     return None
-                if _is_key(key, key_len, "code", 4):
+                if field == _CODE:
                     code = value
-                elif _is_key(key, key_len, "opaque", 6):
+                elif field == _OPAQUE:
                     opaque = value
-                elif _is_key(key, key_len, "flag", 4):
+                elif field == _FLAG:
                     flag = value
-                elif _is_key(key, key_len, "version", 7):
+                elif field == _VERSION:
                     version = value
-                elif _is_key(key, key_len, "language", 8) or _is_key(key, key_len, "remark", 6):
-                    return None
             else:
                 return None  # true, false, null, arrays, objects: orjson decides
             p = _ws(p, end)
@@ -392,7 +410,7 @@ cdef class Scanner:
             data = <const unsigned char *>buf.buf
             size = buf.len
             while size - pos >= 4:
-                length = _int32(data + pos)
+                length = _get32(data + pos)
                 if length < 4 or length > max_frame_length:
                     if length > max_frame_length:
                         raise too_large_error(
@@ -402,7 +420,7 @@ cdef class Scanner:
                 end = pos + 4 + length
                 if end > size:
                     break
-                word = _int32(data + pos + 4)
+                word = _get32(data + pos + 4)
                 header_len = word & 0xFFFFFF
                 command = None
                 if (word >> 24) & 0xFF == 0 and 4 + header_len <= length:
@@ -492,13 +510,6 @@ cdef object _render(object reply, long long opaque):
     _put32(<unsigned char *>out, at - 4)
     _put32(<unsigned char *>out + 4, at - 8)
     return PyBytes_FromStringAndSize(out, at)
-
-
-cdef inline void _put32(unsigned char *p, long v) noexcept nogil:
-    p[0] = (v >> 24) & 0xFF
-    p[1] = (v >> 16) & 0xFF
-    p[2] = (v >> 8) & 0xFF
-    p[3] = v & 0xFF
 
 
 def templated_frames(requests, replies, list outbox):

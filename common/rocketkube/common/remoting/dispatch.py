@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -218,13 +219,10 @@ def count_replies(
 
 def compiled_tally_replies() -> TallyReplies | None:
     """The compiled twin of :func:`count_replies`, or None: not built, or turned off."""
-    if not accelerators.wanted():
-        return None
-    try:
-        from rocketkube.common.remoting import _tally
-    except ImportError:
-        return None
-    return _tally.count_replies
+    return typing.cast(
+        "TallyReplies | None",
+        accelerators.compiled("rocketkube.common.remoting._tally", "count_replies"),
+    )
 
 
 def _failed(exc: Exception) -> asyncio.Future[RemotingCommand | None]:

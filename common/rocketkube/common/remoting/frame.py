@@ -25,6 +25,7 @@ dict serialized and the frame assembled per answer.
 from __future__ import annotations
 
 import struct
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
@@ -267,13 +268,9 @@ Scan: TypeAlias = Callable[
 def compiled_scan() -> Scan | None:
     """A compiled twin of :meth:`FrameDecoder.scan` (``_frames.pyx``; one per decoder: it
     keeps a cache of short strings), or None: not built, or turned off."""
-    if not accelerators.wanted():
-        return None
-    try:
-        from rocketkube.common.remoting import _frames
-    except ImportError:
-        return None
-    return _frames.Scanner()
+    scanner = accelerators.compiled("rocketkube.common.remoting._frames", "Scanner")
+    made = typing.cast("Callable[[], Scan] | None", scanner)
+    return None if made is None else made()
 
 
 class FrameDecoder:
@@ -499,24 +496,18 @@ def held_frames(
 
 def compiled_held_frames() -> HeldFrames | None:
     """The compiled twin of :func:`held_frames`, or None: not built, or turned off."""
-    if not accelerators.wanted():
-        return None
-    try:
-        from rocketkube.common.remoting import _frames
-    except ImportError:
-        return None
-    return _frames.held_frames
+    return typing.cast(
+        "HeldFrames | None",
+        accelerators.compiled("rocketkube.common.remoting._frames", "held_frames"),
+    )
 
 
 def compiled_templated_frames() -> TemplatedFrames | None:
     """The compiled twin of :func:`templated_frames`, or None: not built, or turned off."""
-    if not accelerators.wanted():
-        return None
-    try:
-        from rocketkube.common.remoting import _frames
-    except ImportError:
-        return None
-    return _frames.templated_frames
+    return typing.cast(
+        "TemplatedFrames | None",
+        accelerators.compiled("rocketkube.common.remoting._frames", "templated_frames"),
+    )
 
 
 _JSON: Final = codes.SerializeType.JSON
