@@ -71,6 +71,18 @@ def compile_accelerators(root: Path) -> dict[str, Path]:
     return built
 
 
+def remove_builds(root: Path) -> list[Path]:
+    """Delete the accelerators built earlier beside their sources: after a failed build an
+    old one would be imported in place of the Python code it no longer matches."""
+    removed: list[Path] = []
+    for source, _ in ACCELERATORS.values():
+        module = (root / source).with_suffix("")
+        for built in module.parent.glob(f"{module.name}.*.so"):
+            built.unlink()
+            removed.append(built)
+    return removed
+
+
 class AcceleratorsHook(BuildHookInterface):
     PLUGIN_NAME = "custom"
 
@@ -78,12 +90,17 @@ class AcceleratorsHook(BuildHookInterface):
         if self.target_name != "wheel":
             return
         if os.environ.get("ROCKETKUBE_NO_EXTENSIONS", "") not in ("", "0"):
+            remove_builds(Path(self.root))
             self.app.display_info("ROCKETKUBE_NO_EXTENSIONS is set: pure Python build")
             return
         try:
             built = compile_accelerators(Path(self.root))
         except Exception as exc:  # no Cython, no compiler: the pure-Python paths serve
-            self.app.display_warning(f"C accelerators not built ({exc}): pure Python build")
+            stale = remove_builds(Path(self.root))
+            self.app.display_warning(
+                f"C accelerators not built ({exc}): pure Python build"
+                + (f"; removed {len(stale)} earlier builds" if stale else "")
+            )
             return
         build_data["pure_python"] = False
         build_data["infer_tag"] = True
