@@ -72,7 +72,7 @@ def outcome(ready: Ready | RemotingCommand) -> tuple[object, ...]:
 def processors(context: BrokerContext) -> tuple[send.SendProcessor, send.SendProcessor]:
     """A processor with the kernel and one with the Python path only; the topic known."""
     context.topics.update(TopicConfig(TOPIC, read_queue_nums=8, write_queue_nums=8))
-    compiled = send.SendProcessor(context, PLAIN)
+    compiled = send.SendProcessor(context)
     python = send.SendProcessor(context)
     python._plain = None
     return compiled, python
@@ -161,7 +161,7 @@ def test_any_other_send_is_left_to_python(
 def test_a_send_without_a_queue_is_left_to_python(context: BrokerContext) -> None:
     """The broker picks its queue, round robin from a random start per topic state."""
     context.topics.update(TopicConfig(TOPIC, read_queue_nums=8, write_queue_nums=8))
-    processor = send.SendProcessor(context, PLAIN)
+    processor = send.SendProcessor(context)
     request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2_fields(e="-1"), b"b")
     first = processor._prepare(_Peer(), request, True)
     assert isinstance(first, Ready)
@@ -179,7 +179,7 @@ _text = st.text(alphabet=st.sampled_from("ab\x01\x02WAITGSKEYUNQ_é1"), max_size
 def test_any_properties_are_prepared_alike(context: BrokerContext, properties: str,
                                            queue: str) -> None:  # fmt: skip
     context.topics.update(TopicConfig(TOPIC, read_queue_nums=8, write_queue_nums=8))
-    compiled = send.SendProcessor(context, PLAIN)
+    compiled = send.SendProcessor(context)
     python = send.SendProcessor(context)
     python._plain = None
     ext = v2_fields(i=properties, e=queue)

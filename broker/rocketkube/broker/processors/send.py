@@ -135,18 +135,17 @@ def compiled_prepare_run() -> PrepareRun | None:
 class SendProcessor:
     """Stores what producers send; one instance per broker."""
 
-    def __init__(self, ctx: BrokerContext, plain: PreparePlain | None = None) -> None:
-        """``plain`` prepares plain sends as :meth:`_prepare` would, faster
-        (:func:`compiled_prepare_plain`'s by default when built)."""
+    def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
         settings = ctx.settings
         self._store = ctx.store
         self._topics = ctx.topics
         self._cluster = settings.broker_cluster_name
         self._cluster_entry = f"CLUSTER\x01{self._cluster}".encode("utf-8", "replace")
-        self._plain = plain or compiled_prepare_plain()
-        self._prepare_run = compiled_prepare_run() if plain is None else None
-        """The compiled preparation of a run (plain sends in C, the others by _check)."""
+        self._plain = compiled_prepare_plain()
+        """Prepares a plain send as :meth:`_check` would, compiled; None: :meth:`_check`."""
+        self._prepare_run = compiled_prepare_run()
+        """A run's preparation with ``_plain`` (the others by :meth:`_check`)."""
         self._answers = SendAnswers(ctx)
         self._fail = self._answers.fail
         self._is_slave = settings.broker_role is BrokerRole.SLAVE
@@ -183,7 +182,7 @@ class SendProcessor:
         replies: list[Reply | None] = []  # None: ready, answered once stored
         ready: list[tuple[int, Ready]] = []
         messages: list[InnerMessage] = []
-        run = self._prepare_run if self._writable_master() else None
+        run = self._prepare_run if self._plain is not None and self._writable_master() else None
         if run is not None:
             run(
                 requests, functools.partial(self._check, conn), self._states,

@@ -144,9 +144,7 @@ def compiled_stored_answers() -> StoredAnswers | None:
 class SendAnswers:
     """Answers stored (or refused) sends; one per send processor."""
 
-    def __init__(self, ctx: BrokerContext, stored_answers_run: StoredAnswers | None = None) -> None:
-        """``stored_answers_run`` does what :func:`stored_answers` does (the compiled
-        ``_answers.pyx`` by default when built)."""
+    def __init__(self, ctx: BrokerContext) -> None:
         settings = ctx.settings
         self._stats = ctx.stats
         self._observe_latency = ctx.stats.send_latency.observe
@@ -166,7 +164,7 @@ class SendAnswers:
         sync_master = settings.broker_role is BrokerRole.SYNC_MASTER
         self._replicas = ctx.replicas if sync_master else None
         self._uncounted: dict[str, list[int]] = {}
-        self._stored_answers_run = stored_answers_run or compiled_stored_answers() or stored_answers
+        self._stored_answers_run = compiled_stored_answers() or stored_answers
         self._waited_answers = compiled_waited_answers() or waited_answers
 
     @property

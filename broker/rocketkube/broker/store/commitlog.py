@@ -109,9 +109,7 @@ class CommitLog:
     """The segments of the commit log, the append path and raw reads."""
 
     def __init__(self, paths: settings.StorePaths, config: settings.StoreConfig,
-                 store_host: bytes, encode_run: EncodeRun | None = None) -> None:  # fmt: skip
-        """``encode_run`` writes a run of records (:func:`compiled_encode_run`'s by
-        default when built); :meth:`encode_run` is the Python loop it must match."""
+                 store_host: bytes) -> None:  # fmt: skip
         self.files = mapped_file.MappedFileQueue(
             paths.commit_log,
             config.mapped_file_size_commit_log,
@@ -131,7 +129,8 @@ class CommitLog:
         """Store time of the last appended record."""
         self._topics: dict[str, bytes] = {}
         self._populate = True  # off once the kernel says MADV_POPULATE_WRITE is unknown
-        self._encode_run = encode_run or compiled_encode_run() or self.encode_run
+        self._encode_run = compiled_encode_run() or self.encode_run
+        """Writes a run of records: the compiled twin of :meth:`encode_run` when built."""
         self._records_size = compiled_records_size()
         """Sizes a run whose every topic is known (compiled); -1 leaves it to the loop."""
 

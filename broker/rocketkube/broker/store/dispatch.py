@@ -87,17 +87,15 @@ class Dispatcher:
         queues: consume_queue.ConsumeQueueTable,
         index_service: index.IndexService | None,
         config: settings.StoreConfig,
-        dispatch_run: DispatchRun | None = None,
     ) -> None:
-        """``dispatch_run`` does what :meth:`dispatch_run` does (the compiled
-        ``_dispatch.pyx`` by default when built)."""
         self._queues = queues
         self._index = index_service
         self._delays = config.delay_levels_ms()
         self._tags: dict[str, int] = {}
         self._seeds: dict[str, int] = {}
         self.listeners: list[model.ArrivalListener] = []
-        self._dispatch_run = dispatch_run or compiled_dispatch_run() or Dispatcher.dispatch_run
+        self._dispatch_run = compiled_dispatch_run() or Dispatcher.dispatch_run
+        """:meth:`dispatch_run`, or its compiled twin when built."""
 
     # -- codes -----------------------------------------------------------------------------
 

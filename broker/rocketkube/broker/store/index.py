@@ -314,10 +314,9 @@ class IndexService:
     """The index files, newest last; builds entries and answers key queries."""
 
     def __init__(self, paths: settings.StorePaths, config: settings.StoreConfig,
-                 clock: Callable[[], int], put_many: PutMany | None = None) -> None:  # fmt: skip
-        """``put_many`` does what :meth:`IndexFile.put_many` does (the compiled
-        ``_index.pyx`` by default when built)."""
-        self._put_many = put_many or compiled_put_many() or IndexFile.put_many
+                 clock: Callable[[], int]) -> None:  # fmt: skip
+        self._put_many = compiled_put_many() or IndexFile.put_many
+        """:meth:`IndexFile.put_many`, or its compiled twin when built."""
         self._directory = paths.index
         self.slot_num = config.max_hash_slot_num
         self.index_num = config.max_index_num

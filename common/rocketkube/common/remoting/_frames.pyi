@@ -2,7 +2,6 @@
 
 from collections.abc import Callable, Sequence
 
-from rocketkube.common import errors
 from rocketkube.common.remoting import codes
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.deferred import DeferredReply
@@ -12,11 +11,7 @@ class Scanner:
         self,
         view: memoryview,
         max_frame_length: int,
-        command_type: type[RemotingCommand],
-        json_type: codes.SerializeType,
         decode_frame: Callable[[memoryview], RemotingCommand],
-        protocol_error: type[errors.ProtocolError],
-        too_large_error: type[errors.FrameTooLargeError],
     ) -> tuple[list[RemotingCommand], int]: ...
 
 def templated_frames(

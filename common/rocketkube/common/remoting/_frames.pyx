@@ -287,8 +287,7 @@ cdef object _ext_fields(const unsigned char **at, const unsigned char *end, _Cac
         return None
 
 
-cdef object _plain_header(const unsigned char *p, const unsigned char *end, object command_type,
-                          object json_type, _Cached *cache):
+cdef object _plain_header(const unsigned char *p, const unsigned char *end, _Cached *cache):
     """The command of a JSON header in the subset this parser takes (an object of integer,
     string and extFields members) whose fields need nothing done; None for any other,
     which ``decode_json_header`` then decides with orjson."""
@@ -369,9 +368,7 @@ cdef object _plain_header(const unsigned char *p, const unsigned char *end, obje
         return None
     if ext is None:
         ext = {}
-    if command_type is _COMMAND.cls:
-        return _COMMAND.make((code, opaque, flag, language, version, remark, ext, b"", json_type))
-    return command_type(code, opaque, flag, language, version, remark, ext, b"", json_type)
+    return _COMMAND.make((code, opaque, flag, language, version, remark, ext, b"", _JSON_TYPE))
 
 
 cdef class Scanner:
@@ -392,11 +389,7 @@ cdef class Scanner:
         self,
         object view,
         Py_ssize_t max_frame_length,
-        object command_type,
-        object json_type,
         object decode_frame,
-        object protocol_error,
-        object too_large_error,
     ):
         """``(commands, end)``: the commands of every complete frame in ``view`` (a
         memoryview) and where the first incomplete one starts."""
@@ -413,10 +406,10 @@ cdef class Scanner:
                 length = _get32(data + pos)
                 if length < 4 or length > max_frame_length:
                     if length > max_frame_length:
-                        raise too_large_error(
+                        raise _FrameTooLargeError(
                             f"frame length {length} exceeds {max_frame_length}"
                         )
-                    raise protocol_error(f"frame length {length} is below the minimum of 4")
+                    raise _ProtocolError(f"frame length {length} is below the minimum of 4")
                 end = pos + 4 + length
                 if end > size:
                     break
@@ -425,7 +418,7 @@ cdef class Scanner:
                 command = None
                 if (word >> 24) & 0xFF == 0 and 4 + header_len <= length:
                     command = _plain_header(data + pos + 8, data + pos + 8 + header_len,
-                                            command_type, json_type, self.cache)
+                                            self.cache)
                 if command is None:
                     command = decode_frame(view[pos + 4 : end])
                 else:
@@ -568,6 +561,8 @@ def held_frames(replies, opaques, serializations, list outbox):
     return rest
 
 
+from rocketkube.common.errors import FrameTooLargeError as _FrameTooLargeError
+from rocketkube.common.errors import ProtocolError as _ProtocolError
 from rocketkube.common.remoting.codes import SerializeType as _SerializeType
 from rocketkube.common.remoting.command import FLAG_ONEWAY as _FLAG_ONEWAY
 from rocketkube.common.remoting.frame import TemplatedResponse as _TEMPLATED

@@ -60,16 +60,13 @@ class Dispatcher:
         self,
         processors: Mapping[int, Processor],
         observer: RequestObserver | None = None,
-        tally_replies: TallyReplies | None = None,
     ) -> None:
-        """``tally_replies`` does what :func:`count_replies` does (the compiled
-        ``_tally.pyx`` by default when built)."""
         self._processors = dict(processors)
         self._many = {
             code: p.many for code, p in processors.items() if isinstance(p, BatchingProcessor)
         }
         self._observer = observer
-        self._tally_replies = tally_replies or compiled_tally_replies() or count_replies
+        self._tally_replies = compiled_tally_replies() or count_replies
 
     @property
     def codes(self) -> frozenset[int]:

@@ -258,11 +258,8 @@ def decode_frame(frame: memoryview) -> RemotingCommand:
 
 
 Scan: TypeAlias = Callable[
-    [memoryview, int, type[RemotingCommand], codes.SerializeType,
-     Callable[[memoryview], RemotingCommand], type[errors.ProtocolError],
-     type[errors.FrameTooLargeError]],
-    tuple[list[RemotingCommand], int],
-]  # fmt: skip
+    [memoryview, int, Callable[[memoryview], RemotingCommand]], tuple[list[RemotingCommand], int]
+]
 
 
 def compiled_scan() -> Scan | None:
@@ -299,26 +296,17 @@ class FrameDecoder:
             data = bytes(self._carry)
             self._carry.clear()
         view = memoryview(data)
-        out, pos = self._scan(
-            view, self.max_frame_length, RemotingCommand, codes.SerializeType.JSON,
-            decode_frame, errors.ProtocolError, errors.FrameTooLargeError,
-        )  # fmt: skip
+        out, pos = self._scan(view, self.max_frame_length, decode_frame)
         if pos < len(view):
             self._carry += view[pos:]
         return out
 
     @staticmethod
     def scan(
-        view: memoryview,
-        max_frame_length: int,
-        command_type: type[RemotingCommand],
-        json_type: codes.SerializeType,
-        decode: Callable[[memoryview], RemotingCommand],
-        protocol_error: type[errors.ProtocolError],
-        too_large_error: type[errors.FrameTooLargeError],
+        view: memoryview, max_frame_length: int, decode: Callable[[memoryview], RemotingCommand]
     ) -> tuple[list[RemotingCommand], int]:
-        """The commands of every complete frame in ``view`` and where the first
-        incomplete one starts. (The types are passed in for the compiled twin's sake.)"""
+        """The commands of every complete frame in ``view``, each decoded by ``decode``
+        (``decode_frame``), and where the first incomplete one starts."""
         size = len(view)
         pos = 0
         out: list[RemotingCommand] = []
@@ -326,8 +314,10 @@ class FrameDecoder:
             (length,) = _I32.unpack_from(view, pos)
             if length < 4 or length > max_frame_length:
                 if length > max_frame_length:
-                    raise too_large_error(f"frame length {length} exceeds {max_frame_length}")
-                raise protocol_error(f"frame length {length} is below the minimum of 4")
+                    raise errors.FrameTooLargeError(
+                        f"frame length {length} exceeds {max_frame_length}"
+                    )
+                raise errors.ProtocolError(f"frame length {length} is below the minimum of 4")
             end = pos + 4 + length
             if end > size:
                 break
