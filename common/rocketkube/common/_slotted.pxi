@@ -1,9 +1,11 @@
 # Included (``include "_slotted.pxi"``) by the compiled accelerators that build instances
-# of slotted classes (``@dataclass(slots=True)``, ``__slots__``): a Python ``__init__`` is a
-# frame and an attribute store per field, a few microseconds per message on the hot path.
+# of slotted classes (``@dataclass(slots=True)``, ``__slots__``) or of named tuples: a Python
+# ``__init__`` is a frame and an attribute store per field, a few microseconds per message on
+# the hot path, and ``object.__new__``/``tuple.__new__`` called from C a method lookup and a
+# call each; the type's own allocator (``tp_alloc``, what those two call) is neither.
 
 from cpython.object cimport PyObject, PyTypeObject
-from cpython.ref cimport Py_INCREF
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 
 
 cdef extern from "Python.h":
@@ -16,6 +18,37 @@ cdef extern from "Python.h":
         PyMemberDef *d_member
     PyTypeObject PyMemberDescr_Type
     int T_OBJECT_EX
+
+
+cdef extern from *:
+    """
+    static PyObject *rk_allocate(PyObject *cls, Py_ssize_t items) {
+        PyTypeObject *type = (PyTypeObject *)cls;
+        return type->tp_alloc(type, items);
+    }
+    """
+    object rk_allocate(object cls, Py_ssize_t items)
+
+
+cdef extern from "Python.h":
+    bint PyType_FastSubclass(PyTypeObject *, unsigned long)
+    unsigned long Py_TPFLAGS_TUPLE_SUBCLASS
+    void PyTuple_SET_ITEM(object, Py_ssize_t, object)
+
+
+cdef inline object new_tuple(object cls, Py_ssize_t items):
+    """An instance of the tuple subclass ``cls`` (a named tuple) of ``items`` items, all
+    still NULL: the caller sets each with ``set_item`` before anything else runs, as
+    ``tuple.__new__(cls, values)`` does."""
+    if not isinstance(cls, type) or not PyType_FastSubclass(<PyTypeObject *>cls, Py_TPFLAGS_TUPLE_SUBCLASS):
+        raise TypeError(f"{cls!r} is not a tuple type")
+    return rk_allocate(cls, items)
+
+
+cdef inline void set_item(object made, Py_ssize_t i, object value):
+    """Item ``i`` of a tuple from ``new_tuple`` (a new reference to ``value``)."""
+    Py_INCREF(value)
+    PyTuple_SET_ITEM(made, i, value)
 
 
 DEF MAX_SLOTS = 16
@@ -54,13 +87,22 @@ cdef class Slotted:
         cdef Py_ssize_t i
         if len(values) != self.count:
             raise TypeError(f"{self.cls.__name__}: {len(values)} values for {self.count} slots")
-        made = object.__new__(self.cls)
+        made = rk_allocate(self.cls, 0)
         for i in range(self.count):
             value = values[i]
             Py_INCREF(value)
             slot = <PyObject **>(<char *><PyObject *>made + self.offsets[i])
             slot[0] = <PyObject *>value
         return made
+
+    cdef inline void set(self, object instance, Py_ssize_t i, object value):
+        """Store ``value`` in slot ``names[i]`` of ``instance`` (whose type the caller
+        checked is ``cls``), as assigning the attribute does."""
+        cdef PyObject **slot = <PyObject **>(<char *><PyObject *>instance + self.offsets[i])
+        cdef PyObject *old = slot[0]
+        Py_INCREF(value)
+        slot[0] = <PyObject *>value
+        Py_XDECREF(old)
 
     cdef inline object get(self, object instance, Py_ssize_t i):
         """Slot ``names[i]`` of ``instance`` (whose type the caller checked is ``cls``);
