@@ -199,6 +199,7 @@ def test_any_template_and_values_are_written_alike(
         b'{"code":1,"extFields":{"k":"\xc3\xa9\xe2\x82\xac"}}',  # UTF-8
         b'{"code":1,"extFields":{"k":"\xc3"}}',  # broken UTF-8
         b'{"code":1,"extFields":{"k":"a","k":"b"},"code":2}',  # repeated names: the last
+        b'{"code":1,"extFields":{"":"v","a":"","\\u0062":"1","\\"":"2","\x7f":"3"}}',  # short names
         b'{"code":1,"extFields":{"k":"a"},"extFields":{}}',
         b'{"code":1,"extFields":{},}',  # a trailing comma
         b'{"code":01}',
@@ -223,6 +224,18 @@ def test_any_template_and_values_are_written_alike(
 )
 def test_headers_at_the_edges_of_the_subset_decode_alike(header: bytes) -> None:
     alike(json_frame(header, b"body"))
+
+
+@pytest.mark.parametrize("at", range(18))
+@pytest.mark.parametrize(
+    "special", [b'\\"', b"\\\\", b"\\u0001", b"\\u00e9", b"\x01", b"\xc3\xa9", b"\xc3", b"\x7f"]
+)
+def test_a_special_byte_anywhere_in_a_long_string_decodes_alike(at: int, special: bytes) -> None:
+    # Plain string bytes are skipped eight at a time: what stops the skip is found at
+    # every place of the eight, in long and short strings, keys and values.
+    text = b"a" * at + special + b"z" * (17 - at)
+    header = b'{"code":1,"extFields":{"k":"' + text + b'","' + text + b'":"v"},"remark":"' + text
+    alike(json_frame(header + b'"}', b"body"))
 
 
 @st.composite
