@@ -13,22 +13,35 @@ same result. Built by the project's build hook; without it, ``_prepare`` serves 
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
-from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8
-from libc.string cimport memcmp, memcpy
+from cpython.dict cimport PyDict_GetItem, PyDict_Next
+from cpython.unicode cimport (
+    PyUnicode_AsUTF8AndSize,
+    PyUnicode_CheckExact,
+    PyUnicode_DecodeUTF8,
+    PyUnicode_GET_LENGTH,
+    PyUnicode_READ_CHAR,
+)
+from libc.string cimport memcmp, memcpy, memset
 
 from time import perf_counter
 
+from rocketkube.broker.processors.send_state import TopicState as _TopicState
 from rocketkube.broker.store import InnerMessage as _InnerMessage
+from rocketkube.common.remoting.command import RemotingCommand as _RemotingCommand
 
 include "_slotted.pxi"
 
+cdef Slotted _REQUEST = Slotted(_RemotingCommand, ("ext_fields", "body"))
+cdef Slotted _STATE = Slotted(_TopicState, (
+    "config", "queue_limit", "writable", "retry_group", "multi_tag",
+))
 cdef Slotted _MESSAGE = Slotted(_InnerMessage, (
     "topic", "queue_id", "body", "properties", "flag", "sys_flag", "born_timestamp",
     "born_host", "reconsume_times", "prepared_transaction_offset", "hints",
 ))
 
-# Wire names in field order a..m (V2 short keys, V1 long names).
-_V2_KEYS = tuple("abcdefghijklm")
+# The header's fields: V2 names them a..m, V1 by these names, in the same order.
+DEF FIELDS = 13
 _V1_KEYS = (
     "producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag",
     "bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes",
@@ -60,6 +73,11 @@ cdef bint _plain_int(object text, long long *out):
         i += 1
     out[0] = -v if negative else v
     return True
+
+
+cdef inline object _field(PyObject **found, Py_ssize_t i):
+    """Field ``i`` of a request's header, None when it has none."""
+    return None if found[i] == NULL else <object>found[i]
 
 
 cdef inline bint _is(const char *name, Py_ssize_t length, const char *word, Py_ssize_t size) noexcept:
@@ -124,26 +142,44 @@ cdef object _plain(
     cdef int count = 0
     cdef bint wait_flush = True
     cdef char *out
-    ext = request.ext_fields
+    cdef PyObject *found[FIELDS]
+    cdef PyObject *name
+    cdef PyObject *value
+    cdef Py_ssize_t pos = 0
+    cdef long letter
+    if type(request) is not _REQUEST.cls:
+        return None
+    ext = _REQUEST.get(request, 0)
     if type(ext) is not dict:
         return None
-    keys = _V2_KEYS if v2 else _V1_KEYS
-    topic = (<dict>ext).get(keys[1])
-    if type(topic) is not str or (<dict>ext).get(keys[0]) is None or (<dict>ext).get(keys[2]) is None:
+    memset(found, 0, sizeof(found))
+    if v2:  # one pass over the fields (each lookup by name costs as much as the pass)
+        while PyDict_Next(ext, &pos, &name, &value):
+            if not PyUnicode_CheckExact(<object>name):
+                return None
+            if PyUnicode_GET_LENGTH(<object>name) == 1:
+                letter = <long>PyUnicode_READ_CHAR(<object>name, 0) - 97  # a
+                if 0 <= letter < FIELDS:
+                    found[letter] = value
+    else:
+        for i in range(FIELDS):
+            found[i] = PyDict_GetItem(ext, _V1_KEYS[i])
+    topic = _field(found, 1)
+    if type(topic) is not str or _field(found, 0) is None or _field(found, 2) is None:
         return None
-    if not (_plain_int((<dict>ext).get(keys[3]), &scratch)
-            and _plain_int((<dict>ext).get(keys[4]), &queue_id)
-            and _plain_int((<dict>ext).get(keys[5]), &sys_flag)
-            and _plain_int((<dict>ext).get(keys[6]), &born_timestamp)
-            and _plain_int((<dict>ext).get(keys[7]), &flag)):
+    if not (_plain_int(_field(found, 3), &scratch)
+            and _plain_int(_field(found, 4), &queue_id)
+            and _plain_int(_field(found, 5), &sys_flag)
+            and _plain_int(_field(found, 6), &born_timestamp)
+            and _plain_int(_field(found, 7), &flag)):
         return None
-    text = (<dict>ext).get(keys[9])
+    text = _field(found, 9)
     if text and not _plain_int(text, &reconsume):
         return None
-    text = (<dict>ext).get(keys[11])
+    text = _field(found, 11)
     if text and not _plain_int(text, &scratch):
         return None
-    text = (<dict>ext).get(keys[12])
+    text = _field(found, 12)
     if text:
         if type(text) is not str:
             return None
@@ -151,13 +187,13 @@ cdef object _plain(
         if _is(p, plen, "1", 1) or _true(p, plen):
             return None  # a batch
     state = states.get(topic)
-    if state is None or state.config is not configs.get(topic):
+    if type(state) is not _STATE.cls or _STATE.get(state, 0) is not configs.get(topic):
         return None
-    if queue_id < 0 or queue_id >= state.queue_limit or not state.writable:
+    if queue_id < 0 or queue_id >= _STATE.get(state, 1) or not _STATE.get(state, 2):
         return None
-    if state.retry_group is not None:
+    if _STATE.get(state, 3) is not None:
         return None
-    props = (<dict>ext).get(keys[8])
+    props = _field(found, 8)
     tags = keys_value = uniq = None
     if props:
         if type(props) is not str:
@@ -209,18 +245,27 @@ cdef object _plain(
             out[at] = c'\x02'
             at += 1
     memcpy(out + at, PyBytes_AS_STRING(cluster_entry), cut)
-    if state.multi_tag:
+    if _STATE.get(state, 4):
         sys_flag |= _MULTI_TAGS
-    body = request.body
+    body = _REQUEST.get(request, 1)
+    hints = new_tuple(hints_type, 3)
+    set_item(hints, 0, tags)
+    set_item(hints, 1, keys_value)
+    set_item(hints, 2, uniq)
     values = (topic, queue_id, body, stored, flag, sys_flag, born_timestamp, born_host,
-              reconsume, 0, tuple.__new__(hints_type, (tags, keys_value, uniq)))
+              reconsume, 0, hints)
     if message_type is _MESSAGE.cls:
         message = _MESSAGE.make(values)
     else:
         message = message_type(*values)
-    return tuple.__new__(
-        ready_type, ((message,), topic, queue_id, len(body), wait_flush, started)
-    )
+    ready = new_tuple(ready_type, 6)
+    set_item(ready, 0, (message,))
+    set_item(ready, 1, topic)
+    set_item(ready, 2, queue_id)
+    set_item(ready, 3, len(body))
+    set_item(ready, 4, wait_flush)
+    set_item(ready, 5, started)
+    return ready
 
 
 
