@@ -118,7 +118,7 @@ def test_the_queues_and_the_index_are_the_python_loops(pair: Pair) -> None:
 _messages = st.builds(
     message,
     topic=st.sampled_from(["A", "B", SCHEDULE_TOPIC]),
-    queue_id=st.integers(0, 2),
+    queue_id=st.sampled_from([0, 1, 2, 64]),  # 64: past the queues the kernel keeps aside
     sys_flag=st.sampled_from([0, 0, 0x4, 0x8, 0xC]),
     hinted=st.booleans(),
     TAGS=st.sampled_from(["x", "TagA", "é"]),

@@ -12,6 +12,7 @@ after the last one in its file's room; for any other the Python methods are call
 
 from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.string cimport memchr
 
 
@@ -26,8 +27,22 @@ cdef long long _INT_MAX = 0x7FFFFFFF
 _SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 
 
-cdef inline object _key_hash(bytes key, unsigned long seed, Py_ssize_t start, Py_ssize_t end):
-    return <long long>(crc32(seed, <const unsigned char *>PyBytes_AS_STRING(key) + start,
+cdef object _utf8(object text, const char **utf8, Py_ssize_t *n):
+    """Point ``utf8`` at the UTF-8 of the str ``text`` (as ``text.encode()``), ``n`` bytes
+    long: a str's own cached UTF-8 (None returned), else the bytes of ``encode()``, which
+    the caller keeps while it reads them."""
+    if type(text) is str:
+        utf8[0] = PyUnicode_AsUTF8AndSize(text, n)
+        return None
+    cdef bytes raw = text.encode()
+    utf8[0] = PyBytes_AS_STRING(raw)
+    n[0] = PyBytes_GET_SIZE(raw)
+    return raw
+
+
+cdef inline object _key_hash(const char *key, unsigned long seed, Py_ssize_t start,
+                             Py_ssize_t end):
+    return <long long>(crc32(seed, <const unsigned char *>key + start,
                              <unsigned int>(end - start)) & _INT_MAX)
 
 
@@ -37,17 +52,26 @@ cdef bint _put_entry(object queue, long long queue_offset, long long phys, long 
     file's room: written here. False for any other, which ``put`` itself decides."""
     cdef Py_buffer buf
     cdef unsigned char *p
-    cdef long long wrote
-    files = queue.files.files
-    if not files:
+    cdef long long wrote, start, room
+    if type(queue) is not _QUEUE.cls:
         return False
-    last = files[len(files) - 1]
-    wrote = last.wrote
-    if queue_offset * 20 != last.start + wrote or wrote >= last.size:
+    files = _QUEUE.get(queue, 0)
+    if type(files) is not _FILES.cls:
+        return False
+    files = _FILES.get(files, 0)
+    if type(files) is not list or not files:
+        return False
+    last = (<list>files)[len(<list>files) - 1]
+    if type(last) is not _FILE.cls:
+        return False
+    wrote = _FILE.get(last, 0)
+    start = _FILE.get(last, 1)
+    room = _FILE.get(last, 2)
+    if queue_offset * 20 != start + wrote or wrote >= room:
         return False
     if not -2147483648 <= size <= 2147483647:
         return False  # put raises as struct does
-    PyObject_GetBuffer(last.mm, &buf, PyBUF_WRITABLE)
+    PyObject_GetBuffer(_FILE.get(last, 3), &buf, PyBUF_WRITABLE)
     try:
         if wrote + 20 > buf.len:
             return False
@@ -57,10 +81,14 @@ cdef bint _put_entry(object queue, long long queue_offset, long long phys, long 
         _put64(p + 12, code)
     finally:
         PyBuffer_Release(&buf)
-    last.wrote = wrote + 20
+    _FILE.set(last, 0, wrote + 20)
     return True
 
 
+from rocketkube.broker.store.consume_queue import ConsumeQueue as _ConsumeQueue
+from rocketkube.broker.store.mapped_file import MappedFile as _MappedFile
+from rocketkube.broker.store.mapped_file import MappedFileQueue as _MappedFileQueue
+from rocketkube.broker.store.model import DispatchHints as _DispatchHints
 from rocketkube.broker.store.model import InnerMessage as _InnerMessage
 
 include "_bigendian.pxi"
@@ -69,6 +97,11 @@ include "_slotted.pxi"
 cdef Slotted _MESSAGE = Slotted(
     _InnerMessage, ("topic", "queue_id", "sys_flag", "properties", "hints")
 )
+cdef Slotted _QUEUE = Slotted(_ConsumeQueue, ("files",))
+cdef Slotted _FILES = Slotted(_MappedFileQueue, ("files",))
+cdef Slotted _FILE = Slotted(_MappedFile, ("wrote", "start", "size", "mm"))
+
+DEF CACHED_QUEUES = 64
 
 
 def dispatch_run(object dispatcher, messages, results, object keyed, dict arrived):
@@ -83,8 +116,13 @@ def dispatch_run(object dispatcher, messages, results, object keyed, dict arrive
     cdef object last_key = None
     cdef object queue = None
     cdef list codes = None
+    # The arrived entries of the current topic's queues by queue id: sends of a run go
+    # round the queues of one topic, each changing the key.
+    cdef object cached_topic = None
+    cdef list by_queue = None
+    cdef long qid
     cdef int tx
-    cdef bytes raw
+    cdef object raw = None
     cdef const char *text
     cdef const char *space
     cdef Py_ssize_t n, at, stop
@@ -108,20 +146,44 @@ def dispatch_run(object dispatcher, messages, results, object keyed, dict arrive
         else:
             phys, size, queue_offset = result.physical_offset, result.size, result.queue_offset
             store_ts = result.store_timestamp
+        if type(hints) is not _DispatchHints:
+            tags = keys = uniq = None
+            if hints is not None:
+                tags, keys, uniq = hints.tags, hints.keys, hints.uniq_key
+        else:
+            tags = (<tuple>hints)[0]
+            keys = (<tuple>hints)[1]
+            uniq = (<tuple>hints)[2]
         if tx != _PREPARED and tx != _ROLLBACK:
-            key = (topic, queue_id)
-            if key != last_key:
-                found = arrived.get(key)
-                if found is None:
-                    queue = queues.find_or_create(topic, queue_id)
-                    codes = []
-                    arrived[key] = (queue, codes)
+            found = None
+            qid = -1
+            if type(topic) is str and type(queue_id) is int and 0 <= queue_id < CACHED_QUEUES:
+                qid = queue_id
+                if cached_topic is not None and (topic is cached_topic or topic == cached_topic):
+                    found = by_queue[qid]
                 else:
-                    queue, codes = found
-                last_key = key
+                    cached_topic = topic
+                    by_queue = [None] * CACHED_QUEUES
+                    last_key = None
+            if found is not None:
+                queue, codes = <tuple>found
+                last_key = None  # queue and codes are no longer last_key's
+            else:
+                key = (topic, queue_id)
+                if key != last_key:
+                    found = arrived.get(key)
+                    if found is None:
+                        queue = queues.find_or_create(topic, queue_id)
+                        codes = []
+                        found = (queue, codes)
+                        arrived[key] = found
+                    else:
+                        queue, codes = found
+                    last_key = key
+                    if qid >= 0:
+                        by_queue[qid] = found
             code = None
             if hints is not None and topic != _SCHEDULE_TOPIC:
-                tags = hints.tags
                 code = 0 if tags is None else tag_codes.get(tags)
             if code is None:
                 code = tags_code(topic, properties, store_ts, hints)
@@ -134,20 +196,15 @@ def dispatch_run(object dispatcher, messages, results, object keyed, dict arrive
                 index_keys(topic, properties, phys, store_ts, keyed, hints)
                 continue
             seed = <unsigned long>cached
-            uniq = hints.uniq_key
             if uniq is not None:
-                raw = uniq.encode()
-                (<list>keyed).append((_key_hash(raw, seed, 0, PyBytes_GET_SIZE(raw)), phys,
-                                      store_ts))
-            keys = hints.keys
+                raw = _utf8(uniq, &text, &n)
+                (<list>keyed).append((_key_hash(text, seed, 0, n), phys, store_ts))
             if keys is not None:
-                raw = keys.encode()
-                text = PyBytes_AS_STRING(raw)
-                n = PyBytes_GET_SIZE(raw)
+                raw = _utf8(keys, &text, &n)
                 at = 0
                 while at <= n:
                     space = <const char *>memchr(text + at, 32, n - at)
                     stop = n if space == NULL else space - text
                     if stop > at:
-                        (<list>keyed).append((_key_hash(raw, seed, at, stop), phys, store_ts))
+                        (<list>keyed).append((_key_hash(text, seed, at, stop), phys, store_ts))
                     at = stop + 1
