@@ -70,6 +70,20 @@ cdef tuple _fields(object message):
             message.reconsume_times, message.prepared_transaction_offset)
 
 
+DEF CACHED_QUEUES = 64
+
+
+cdef void _write_back(dict queue_offsets, object topic, long long *offsets, bint *known) except *:
+    """Store the next queue offsets kept for ``topic``'s queues in ``queue_offsets``."""
+    cdef Py_ssize_t q
+    if topic is None:
+        return
+    for q in range(CACHED_QUEUES):
+        if known[q]:
+            queue_offsets[(topic, q)] = offsets[q]
+            known[q] = False
+
+
 def encode_run(
     object mm,
     Py_ssize_t pos,
@@ -101,7 +115,13 @@ def encode_run(
     cdef Py_ssize_t hex_len = len(host_hex)
     cdef bytes hex_ascii = host_hex.encode("ascii")
     cdef list appended = []
-    cdef object new = tuple.__new__
+    # The next queue offsets of one topic's queues, kept here during the run (a run's
+    # sends go round one topic's queues) and written back to ``queue_offsets``.
+    cdef object cached_topic = None
+    cdef long long offsets[CACHED_QUEUES]
+    cdef bint known[CACHED_QUEUES]
+    cdef Py_ssize_t q
+    memset(known, 0, sizeof(known))
     if hex_len > 40:
         raise ValueError("store host too long")
     memcpy(msg_id, <const char *>hex_ascii, hex_len)
@@ -114,7 +134,23 @@ def encode_run(
             tx = sys_flag & _TX_MASK
             if tx == _PREPARED or tx == _ROLLBACK:
                 queue_offset = 0
+            elif type(topic_name) is str and type(queue_id) is int and 0 <= queue_id < CACHED_QUEUES:
+                if cached_topic is None or (topic_name is not cached_topic
+                                            and topic_name != cached_topic):
+                    _write_back(queue_offsets, cached_topic, offsets, known)
+                    cached_topic = topic_name
+                    memset(known, 0, sizeof(known))
+                q = queue_id
+                if not known[q]:
+                    key = (topic_name, queue_id)
+                    offsets[q] = queue_offsets.get(key, 0)
+                    known[q] = True
+                    queue_offsets[key] = offsets[q]  # a new key goes in where it would
+                queue_offset = offsets[q]
+                offsets[q] += 1
             else:
+                _write_back(queue_offsets, cached_topic, offsets, known)
+                cached_topic = None
                 key = (topic_name, queue_id)
                 queue_offset = queue_offsets.get(key, 0)
                 queue_offsets[key] = queue_offset + 1
@@ -169,12 +205,16 @@ def encode_run(
             finally:
                 PyBuffer_Release(&body)
             _hex16(msg_id + hex_len, phys)
-            appended.append(
-                new(result_type, (phys, size, queue_offset,
-                                  PyUnicode_FromStringAndSize(msg_id, hex_len + 16), now))
-            )
+            result = new_tuple(result_type, 5)
+            set_item(result, 0, phys)
+            set_item(result, 1, size)
+            set_item(result, 2, queue_offset)
+            set_item(result, 3, PyUnicode_FromStringAndSize(msg_id, hex_len + 16))
+            set_item(result, 4, now)
+            appended.append(result)
             pos += size
     finally:
+        _write_back(queue_offsets, cached_topic, offsets, known)
         PyBuffer_Release(&out)
     return pos, appended
 
