@@ -115,6 +115,17 @@ def test_decoder_handles_split_and_pipelined_frames() -> None:
     assert decoder.buffered == 0
 
 
+def test_small_bodies_are_copied_and_large_ones_are_views_of_the_received_bytes() -> None:
+    sizes = (0, frame.COPIED_BODY, frame.COPIED_BODY + 1, 64 * 1024)
+    stream = b"".join(
+        frame.encode_bytes(RemotingCommand.request(310, {}, body=b"x" * size)) for size in sizes
+    )
+    for scan in {frame.FrameDecoder.scan, frame.compiled_scan()} - {None}:
+        got = frame.FrameDecoder(scan=scan).feed(stream)
+        assert [type(c.body) for c in got] == [bytes, bytes, memoryview, memoryview]
+        assert [len(c.body) for c in got] == list(sizes)
+
+
 def test_frame_over_16_mib_is_rejected() -> None:
     with pytest.raises(errors.FrameTooLargeError):
         frame.FrameDecoder().feed(struct.pack(">i", 16 * 1024 * 1024 + 1))

@@ -1,7 +1,7 @@
 """The compiled frame scan (``_frames.pyx``) splits and decodes as ``FrameDecoder.scan``.
 
-Both decoders are fed the same bytes: the same commands (every field, bodies by value),
-the same bytes carried over, or the same error with the same message. Hypothesis draws
+Both decoders are fed the same bytes: the same commands (every field, bodies by type and
+value), the same bytes carried over, or the same error with the same message. Hypothesis draws
 whole commands in both serializations, JSON headers of any shape and raw bytes.
 """
 
@@ -32,7 +32,7 @@ def json_frame(header: object, body: bytes = b"", serialize: int = 0) -> bytes:
 
 def fields(command: RemotingCommand) -> tuple[object, ...]:
     return (command.code, command.opaque, command.flag, command.language, command.version,
-            command.remark, command.ext_fields, bytes(command.body),
+            command.remark, command.ext_fields, type(command.body), bytes(command.body),
             command.serialize_type)  # fmt: skip
 
 
@@ -61,6 +61,7 @@ SEND = {
     "chunks",
     [
         [json_frame(SEND, b"body") * 3],
+        [json_frame(SEND, b"x" * size) for size in (0, 480, 481, 5000)],  # copies, then views
         [json_frame(SEND, b"body")[:9], json_frame(SEND, b"body")[9:] + b"\x00\x00"],
         [json_frame({**SEND, "extFields": {"d": 4, "k": True, "x": None}})],  # C++: coerced
         [json_frame({"code": 1})],  # defaults
@@ -287,8 +288,8 @@ def test_the_common_headers_need_no_fallback() -> None:
     commands, end = COMPILED(memoryview(data), 1 << 24, refuse)
     assert end == len(data)
     assert [fields(c) for c in commands] == [
-        (310, 7, 0, "JAVA", 409, None, SEND["extFields"], b"body", SerializeType.JSON),
-        (34, 0, 0, "JAVA", 0, None, {}, b"", SerializeType.JSON),
+        (310, 7, 0, "JAVA", 409, None, SEND["extFields"], bytes, b"body", SerializeType.JSON),
+        (34, 0, 0, "JAVA", 0, None, {}, bytes, b"", SerializeType.JSON),
     ]
 
 

@@ -480,8 +480,11 @@ cdef class Scanner:
                                             self.cache)
                 if command is None:
                     command = decode_frame(view[pos + 4 : end])
+                elif end - (pos + 8 + header_len) <= _COPIED_BODY:
+                    _COMMAND.set(command, 7, PyBytes_FromStringAndSize(
+                        <const char *>data + pos + 8 + header_len, end - (pos + 8 + header_len)))
                 else:
-                    command.body = view[pos + 8 + header_len : end]
+                    _COMMAND.set(command, 7, view[pos + 8 + header_len : end])
                 out.append(command)
                 pos = end
         finally:
@@ -638,6 +641,7 @@ from rocketkube.common.errors import FrameTooLargeError as _FrameTooLargeError
 from rocketkube.common.errors import ProtocolError as _ProtocolError
 from rocketkube.common.remoting.codes import SerializeType as _SerializeType
 from rocketkube.common.remoting.command import FLAG_ONEWAY as _FLAG_ONEWAY
+from rocketkube.common.remoting.frame import COPIED_BODY as _COPIED_BODY_SIZE
 from rocketkube.common.remoting.frame import TemplatedResponse as _TEMPLATED
 from rocketkube.common.remoting.command import RemotingCommand as _RemotingCommand
 from rocketkube.common.remoting.deferred import DeferredReply as _DeferredReply
@@ -650,4 +654,5 @@ cdef Slotted _COMMAND = Slotted(_RemotingCommand, ("code", "opaque", "flag", "la
                                       "ext_fields", "body", "serialize_type"))
 
 _JSON_TYPE = _SerializeType.JSON
+cdef Py_ssize_t _COPIED_BODY = _COPIED_BODY_SIZE
 cdef long _ONEWAY = _FLAG_ONEWAY

@@ -44,6 +44,11 @@ from rocketkube.common.remoting.deferred import DeferredReply
 
 MAX_FRAME_LENGTH = 16 * 1024 * 1024
 
+COPIED_BODY: Final = 480
+"""A decoded body of up to this many bytes is a copy (``bytes``), a larger one a view of
+the received bytes: a small copy costs less than a view, lets the read buffer go at once,
+and fits CPython's small-object allocator."""
+
 _HEAD = struct.Struct(">ii")
 _BIN_FIXED = struct.Struct(">hbhiii")  # code, language, version, opaque, flag, remarkLen
 _I32 = struct.Struct(">i")
@@ -253,7 +258,8 @@ def decode_frame(frame: memoryview) -> RemotingCommand:
         cmd = decode_binary_header(header)
     else:
         raise errors.ProtocolError(f"unknown serialize type {serialize}")
-    cmd.body = frame[4 + header_len :]
+    body = frame[4 + header_len :]
+    cmd.body = bytes(body) if len(body) <= COPIED_BODY else body
     return cmd
 
 
