@@ -21,7 +21,7 @@ from cpython.unicode cimport (
     PyUnicode_GET_LENGTH,
     PyUnicode_READ_CHAR,
 )
-from libc.string cimport memcmp, memcpy, memset
+from libc.string cimport memchr, memcmp, memcpy, memset
 
 from time import perf_counter
 
@@ -135,6 +135,7 @@ cdef object _plain(
     cdef long long reconsume = 0
     cdef Py_ssize_t plen = 0, i, j, at, end, sep, kept_len = 0, cut
     cdef const char *p = NULL
+    cdef const char *mark
     cdef Py_ssize_t starts[MAX_ENTRIES]
     cdef Py_ssize_t seps[MAX_ENTRIES]
     cdef Py_ssize_t ends[MAX_ENTRIES]
@@ -201,12 +202,10 @@ cdef object _plain(
         p = PyUnicode_AsUTF8AndSize(props, &plen)
         at = 0
         while at <= plen:
-            end = at
-            while end < plen and p[end] != c'\x02':
-                end += 1
-            sep = at
-            while sep < end and p[sep] != c'\x01':
-                sep += 1
+            mark = <const char *>memchr(p + at, 2, plen - at)
+            end = plen if mark == NULL else mark - p
+            mark = <const char *>memchr(p + at, 1, end - at)
+            sep = end if mark == NULL else mark - p
             if sep > at and sep < end - 1:  # a name, the separator and a value
                 if count == MAX_ENTRIES:
                     return None

@@ -37,10 +37,10 @@ cdef extern from *:
     """
     #include <stdint.h>
     #include <string.h>
-    /* How many bytes from p (up to end) are plain string bytes: none of '"', a backslash,
-       a control character or a byte >= 128; eight at a time where the byte order allows
-       it (the lowest flagged byte of each test is exact, so the first of all is), else 0,
-       leaving the caller's byte loop to do it all. */
+    /* How many bytes from p are plain string bytes (none of '"', a backslash, a control
+       character or a byte >= 128), counted eight at a time while eight are left before end
+       (the lowest flagged byte of each test is exact, so the first of all is): the caller
+       looks at the byte there one at a time. Where the byte order does not allow it, 0. */
     static inline Py_ssize_t rk_plain_run(const unsigned char *p, const unsigned char *end) {
         const unsigned char *start = p;
     #if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -59,8 +59,31 @@ cdef extern from *:
     #endif
         return p - start;
     }
+
+    /* A hash of a short string (up to 31 bytes) from a few word loads, not a byte loop:
+       its first, middle and last eight bytes (four, or three single bytes, when shorter). */
+    static inline unsigned int rk_short_hash(const unsigned char *text, Py_ssize_t n) {
+        uint64_t first = 0, middle = 0, last = 0, h;
+        if (n >= 8) {
+            memcpy(&first, text, 8);
+            memcpy(&middle, text + n / 2 - 4, 8);
+            memcpy(&last, text + n - 8, 8);
+        } else if (n >= 4) {
+            uint32_t a, b;
+            memcpy(&a, text, 4);
+            memcpy(&b, text + n - 4, 4);
+            first = a;
+            last = b;
+        } else if (n > 0) {
+            first = text[0] | ((uint64_t)text[n / 2] << 8) | ((uint64_t)text[n - 1] << 16);
+        }
+        h = (first * 0x9E3779B97F4A7C15ULL) ^ ((middle + (uint64_t)n) * 0xC2B2AE3D27D4EB4FULL)
+            ^ (last * 0x165667B19E3779F9ULL);
+        return (unsigned int)(h >> 40);
+    }
     """
     Py_ssize_t rk_plain_run(const unsigned char *p, const unsigned char *end) noexcept
+    unsigned int rk_short_hash(const unsigned char *text, Py_ssize_t n) noexcept
     dict _PyDict_NewPresized(Py_ssize_t minused)
 
 
@@ -103,14 +126,10 @@ cdef struct _Cached:
 cdef object _cached_ascii(_Cached *cache, const unsigned char *text, Py_ssize_t n):
     """The str of the ASCII ``text``, shared through ``cache`` when short: the one-letter
     names and the short values of every send header come again and again."""
-    cdef unsigned int h = 2166136261
-    cdef Py_ssize_t i
     cdef _Cached *entry
     if n > CACHED_LENGTH:
         return PyUnicode_DecodeASCII(<const char *>text, n, NULL)
-    for i in range(n):
-        h = (h ^ text[i]) * 16777619
-    entry = &cache[h & (CACHE_SIZE - 1)]
+    entry = &cache[rk_short_hash(text, n) & (CACHE_SIZE - 1)]
     if entry.string != NULL and entry.length == n and memcmp(entry.text, text, n) == 0:
         return <object>entry.string
     made = PyUnicode_DecodeASCII(<const char *>text, n, NULL)
@@ -369,12 +388,14 @@ cdef object _plain_header(const unsigned char *p, const unsigned char *end, _Cac
             if p >= end or p[0] != 34:
                 return None
             key = p + 1
+            p = key
             while True:
-                p += 1
+                p += rk_plain_run(p, end)  # the last few bytes one at a time
                 if p >= end or p[0] == 92 or p[0] < 32 or p[0] >= 128:
                     return None  # an escaped or unusual name: orjson decides
                 if p[0] == 34:
                     break
+                p += 1
             key_len = p - key
             p = _ws(p + 1, end)
             if p >= end or p[0] != 58:
