@@ -4,6 +4,7 @@ pull latency; gauges (offsets, lag, disk) are collected from live state at scrap
 from __future__ import annotations
 
 import bisect
+import collections
 from collections.abc import Iterator
 
 import prometheus_client
@@ -38,11 +39,12 @@ class LatencyHistogram(Collector):
         self._sum += seconds
 
     def observe_many(self, seconds: list[float]) -> None:
-        """:meth:`observe` of each, in one call (a run of pipelined sends)."""
+        """:meth:`observe` of each, in one call (a run of pipelined sends): the sends of a
+        run share their start, so equal values are counted together (in C) first."""
         counts = self._counts
         where = bisect.bisect_left
-        for value in seconds:
-            counts[where(LATENCY_BUCKETS, value)] += 1
+        for value, times in collections.Counter(seconds).items():
+            counts[where(LATENCY_BUCKETS, value)] += times
         self._sum += sum(seconds)
 
     def collect(self) -> Iterator[HistogramMetricFamily]:

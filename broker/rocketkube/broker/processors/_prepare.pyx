@@ -285,12 +285,14 @@ def prepare_run(
     """``SendProcessor.send_many``'s preparation of a run, compiled: each request is
     prepared by :func:`prepare_plain` or, when not plain, by ``check(request, v2)``; a
     ready send's place and itself go to ``ready``, its messages to ``messages`` and None to
-    ``replies``, a refusal to ``replies``."""
+    ``replies``, a refusal to ``replies``. The plain sends of a run share one start time
+    (their latencies are counted from the run's start)."""
+    started = perf_counter()  # the run came in at once: one start for its plain sends
     for request in requests:
         v2 = request.code != 10  # SEND_MESSAGE: V1 header names
         try:
             prepared = _plain(request, v2, states, configs, cluster_entry, born_host,
-                              ready_type, message_type, hints_type, perf_counter())
+                              ready_type, message_type, hints_type, started)
         except UnicodeEncodeError:
             prepared = None
         if prepared is None:
