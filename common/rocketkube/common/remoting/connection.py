@@ -20,6 +20,7 @@ import functools
 import itertools
 import logging
 import math
+import operator
 import typing
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
@@ -30,6 +31,9 @@ from rocketkube.common.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, Remot
 from rocketkube.common.remoting.deferred import DeferredGroup, DeferredReply
 
 log = logging.getLogger(__name__)
+
+_FLAG: typing.Final = operator.attrgetter("flag")
+_IS_RESPONSE: typing.Final = FLAG_RESPONSE.__and__
 
 Reply = RemotingCommand | None | Awaitable[RemotingCommand | None]
 
@@ -112,12 +116,14 @@ class Connection(asyncio.Protocol):
             return
         self._batching = True
         try:
-            requests: list[RemotingCommand] = []
-            for cmd in commands:
-                if cmd.flag & FLAG_RESPONSE:
-                    self._complete(cmd)
-                else:
-                    requests.append(cmd)
+            requests = commands
+            if any(map(_IS_RESPONSE, map(_FLAG, commands))):  # looked at in C, not Python
+                requests = []
+                for cmd in commands:
+                    if cmd.flag & FLAG_RESPONSE:
+                        self._complete(cmd)
+                    else:
+                        requests.append(cmd)
             if len(requests) == 1:
                 self._serve(requests[0])
             elif requests:

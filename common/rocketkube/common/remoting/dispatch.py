@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import operator
 import time
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -33,6 +34,8 @@ ManyProcessor = Callable[[Connection, Sequence[RemotingCommand]], Sequence[Reply
 #: Told of every request: (request code, response code or None, seconds spent, how many
 #: requests that was: a run of pipelined requests is told once per distinct result).
 RequestObserver = Callable[[int, int | None, float, int], None]
+
+_CODE: typing.Final = operator.attrgetter("code")
 
 
 def not_supported(code: int) -> RemotingCommand:
@@ -90,15 +93,23 @@ class Dispatcher:
 
     def handle_many(self, conn: Connection, requests: Sequence[RemotingCommand]) -> list[Reply]:
         """Serve the requests of one received chunk in order: one reply each, in order."""
-        replies: list[Reply] = []
         batched = self._many
-        at = 0
         count = len(requests)
+        codes = list(map(_CODE, requests))
+        many = batched.get(codes[0]) if count > 1 else None
+        if many is not None and codes.count(codes[0]) == count:
+            # One run of one code (pipelined sends): no walk over the run in Python.
+            try:
+                return list(self._handle_run(conn, requests, many))
+            except Exception as exc:  # a processor bug answers its own run only
+                return [_failed(exc) for _ in range(count)]
+        replies: list[Reply] = []
+        at = 0
         while at < count:
-            many = batched.get(requests[at].code)
+            many = batched.get(codes[at])
             end = at + 1
             if many is not None:
-                while end < count and batched.get(requests[end].code) == many:
+                while end < count and batched.get(codes[end]) == many:
                     end += 1
             if many is None or end - at == 1:
                 replies.append(self.handle(conn, requests[at]))
