@@ -95,6 +95,11 @@ cdef class Slotted:
             slot[0] = <PyObject *>value
         return made
 
+    cdef inline object new(self):
+        """A new instance with every slot unset: the caller sets each (``set``) before it
+        is used, as ``make`` does without a tuple of the values."""
+        return rk_allocate(self.cls, 0)
+
     cdef inline void set(self, object instance, Py_ssize_t i, object value):
         """Store ``value`` in slot ``names[i]`` of ``instance`` (whose type the caller
         checked is ``cls``), as assigning the attribute does."""

@@ -13,6 +13,15 @@ include "_slotted.pxi"
 cdef Slotted _ANSWER = Slotted(_TemplatedResponse, ("code", "_template", "_values"))
 
 
+cdef inline object _answer(object code, object template, tuple values):
+    """``template.response(*values)``: its three slots stored."""
+    answer = _ANSWER.new()
+    _ANSWER.set(answer, 0, code)
+    _ANSWER.set(answer, 1, template)
+    _ANSWER.set(answer, 2, values)
+    return answer
+
+
 cdef inline tuple _tuple(object value):
     """``value``, a named tuple (``Ready``, ``AppendResult``), read by position."""
     if not isinstance(value, tuple):
@@ -27,6 +36,7 @@ def stored_answers(appended, list ready, list replies, template, double now, lis
     cdef list counts
     code = template.code
     cdef bint direct = type(template).response is _TEMPLATE_RESPONSE
+    last_started = latency = None
     for entry in ready:
         i, one = _tuple(entry)
         messages, topic, queue_id, body_bytes, _, started = _tuple(one)
@@ -38,10 +48,13 @@ def stored_answers(appended, list ready, list replies, template, double now, lis
             msg_id = ",".join([_tuple(a)[3] for a in appended[at : at + count]])
         values = (msg_id, queue_id, _tuple(head)[2])
         if direct:
-            replies[i] = _ANSWER.make((code, template, values))
+            replies[i] = _answer(code, template, values)
         else:
             replies[i] = template.response(*values)
-        latencies.append(now - <double>started)
+        if started is not last_started:  # a run's sends share their start: one float
+            last_started = started
+            latency = now - <double>started
+        latencies.append(latency)
         found = tally.get(topic)
         if found is None:
             tally[topic] = [count, body_bytes]
@@ -71,7 +84,7 @@ def waited_answers(appended, list firsts, list ends, list queue_ids, list starte
             msg_id = ",".join([_tuple(a)[3] for a in appended[first:end]])
         values = (msg_id, queue_ids[i], head[2])
         if direct:
-            answers.append(_ANSWER.make((code, template, values)))
+            answers.append(_answer(code, template, values))
         else:
             answers.append(template.response(*values))
         latencies.append(now - <double>started[i])

@@ -251,12 +251,22 @@ cdef object _plain(
     set_item(hints, 0, tags)
     set_item(hints, 1, keys_value)
     set_item(hints, 2, uniq)
-    values = (topic, queue_id, body, stored, flag, sys_flag, born_timestamp, born_host,
-              reconsume, 0, hints)
     if message_type is _MESSAGE.cls:
-        message = _MESSAGE.make(values)
+        message = _MESSAGE.new()
+        _MESSAGE.set(message, 0, topic)
+        _MESSAGE.set(message, 1, queue_id)
+        _MESSAGE.set(message, 2, body)
+        _MESSAGE.set(message, 3, stored)
+        _MESSAGE.set(message, 4, flag)
+        _MESSAGE.set(message, 5, sys_flag)
+        _MESSAGE.set(message, 6, born_timestamp)
+        _MESSAGE.set(message, 7, born_host)
+        _MESSAGE.set(message, 8, reconsume)
+        _MESSAGE.set(message, 9, 0)
+        _MESSAGE.set(message, 10, hints)
     else:
-        message = message_type(*values)
+        message = message_type(topic, queue_id, body, stored, flag, sys_flag, born_timestamp,
+                               born_host, reconsume, 0, hints)
     ready = new_tuple(ready_type, 6)
     set_item(ready, 0, (message,))
     set_item(ready, 1, topic)

@@ -58,13 +58,8 @@ cdef Slotted _MESSAGE = Slotted(_InnerMessage, (
 
 
 cdef tuple _fields(object message):
-    """The fields a record takes, in ``_MESSAGE``'s order; read from the slots of an
-    ``InnerMessage``, as attributes of anything else."""
-    if type(message) is _MESSAGE.cls:
-        return (_MESSAGE.get(message, 0), _MESSAGE.get(message, 1), _MESSAGE.get(message, 2),
-                _MESSAGE.get(message, 3), _MESSAGE.get(message, 4), _MESSAGE.get(message, 5),
-                _MESSAGE.get(message, 6), _MESSAGE.get(message, 7), _MESSAGE.get(message, 8),
-                _MESSAGE.get(message, 9))
+    """The fields a record takes, in ``_MESSAGE``'s order, of a message that is not an
+    ``InnerMessage`` (whose slots are read directly)."""
     return (message.topic, message.queue_id, message.body, message.properties, message.flag,
             message.sys_flag, message.born_timestamp, message.born_host,
             message.reconsume_times, message.prepared_transaction_offset)
@@ -128,8 +123,20 @@ def encode_run(
     PyObject_GetBuffer(mm, &out, PyBUF_SIMPLE | 0x0001)  # PyBUF_WRITABLE
     try:
         for message in messages:
-            (topic_name, queue_id, body_object, props, flag, sys_flag_object, born_timestamp,
-             born, reconsume_times, prepared_offset) = _fields(message)
+            if type(message) is _MESSAGE.cls:  # its slots read directly, no tuple between
+                topic_name = _MESSAGE.get(message, 0)
+                queue_id = _MESSAGE.get(message, 1)
+                body_object = _MESSAGE.get(message, 2)
+                props = _MESSAGE.get(message, 3)
+                flag = _MESSAGE.get(message, 4)
+                sys_flag_object = _MESSAGE.get(message, 5)
+                born_timestamp = _MESSAGE.get(message, 6)
+                born = _MESSAGE.get(message, 7)
+                reconsume_times = _MESSAGE.get(message, 8)
+                prepared_offset = _MESSAGE.get(message, 9)
+            else:
+                (topic_name, queue_id, body_object, props, flag, sys_flag_object,
+                 born_timestamp, born, reconsume_times, prepared_offset) = _fields(message)
             sys_flag = _int32(sys_flag_object)
             tx = sys_flag & _TX_MASK
             if tx == _PREPARED or tx == _ROLLBACK:

@@ -448,7 +448,17 @@ cdef object _plain_header(const unsigned char *p, const unsigned char *end, _Cac
         return None
     if ext is None:
         ext = {}
-    return _COMMAND.make((code, opaque, flag, language, version, remark, ext, b"", _JSON_TYPE))
+    command = _COMMAND.new()
+    _COMMAND.set(command, 0, code)
+    _COMMAND.set(command, 1, opaque)
+    _COMMAND.set(command, 2, flag)
+    _COMMAND.set(command, 3, language)
+    _COMMAND.set(command, 4, version)
+    _COMMAND.set(command, 5, remark)
+    _COMMAND.set(command, 6, ext)
+    _COMMAND.set(command, 7, b"")
+    _COMMAND.set(command, 8, _JSON_TYPE)
+    return command
 
 
 cdef class Scanner:
