@@ -163,12 +163,12 @@ def test_templated_answers_are_written_alike() -> None:
     frames, rest = compiled
     assert rest == [4, 6, 7]
     expected = [reply.json_frame(r.opaque) for r, reply in runs[:3] + runs[5:6]]  # type: ignore[attr-defined]
-    assert frames == expected
-    assert frames[0] == frame.encode_bytes(
+    assert frames == [b"".join(expected)], "the run's frames in order, in one buffer"
+    assert frames[0].startswith(frame.encode_bytes(
         RemotingCommand(0, 1, 1, ext_fields={
             "MSG_REGION": "DefaultRegion", "msgId": "7F0000010000271100000000000000A0",
             "queueId": "3", "n": "17"})
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 @settings(max_examples=200, deadline=None)

@@ -5,7 +5,7 @@
 layout is drawn in ``frame``), with the same commands, the same end position and the same
 errors; :func:`templated_frames` writes a run's templated answers as
 ``frame.templated_frames`` does, joining each template's parts and values instead of a
-string format per answer.
+string format per answer, straight into the one buffer of the run's frames.
 
 A JSON header in the subset remoting clients send (an object of integers, strings and
 an extFields object of strings: no floats, booleans, nulls or arrays, names unescaped,
@@ -18,7 +18,7 @@ without this module.
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.unicode cimport (
@@ -567,75 +567,125 @@ cdef Py_ssize_t _put_value(object value, char *out) except -1:
     return _decimal(out, number)
 
 
-cdef object _render(object reply, long long opaque):
-    """The frame of a templated response answering ``opaque``, as ``json_frame`` makes
-    it; None when a value is neither a str nor an int (``json_frame`` renders it)."""
+cdef struct _Joined:
+    # The frames of a run's answers, one after the other: one buffer, one write.
+    char *data
+    Py_ssize_t used
+    Py_ssize_t room
+
+
+cdef char *_room(_Joined *joined, Py_ssize_t n) except NULL:
+    """Room for ``n`` more bytes at the end of ``joined`` (grown by doubling)."""
+    cdef Py_ssize_t room
+    cdef char *grown
+    if joined.used + n > joined.room:
+        room = max(2 * joined.room, joined.used + n, 4096)
+        grown = <char *>PyMem_Realloc(joined.data, room)
+        if grown == NULL:
+            raise MemoryError()
+        joined.data = grown
+        joined.room = room
+    return joined.data + joined.used
+
+
+cdef bint _render(object reply, long long opaque, _Joined *joined) except -1:
+    """Add the frame of a templated response answering ``opaque`` to ``joined``, as
+    ``json_frame`` makes it; False (nothing added) when a value is neither a str nor an
+    int, which ``json_frame`` then renders."""
     cdef tuple parts = _ANSWER.get(reply, 0).parts
     cdef tuple values = _ANSWER.get(reply, 1)
     cdef Py_ssize_t count = len(values), i, at = 8, size = 8 + 24, n
-    cdef char small[512]
     cdef char *out
     if len(parts) != count + 2:
-        return None
+        return False
     for part in parts:
         size += PyBytes_GET_SIZE(part)
     for value in values:
         n = _value_size(value)
         if n < 0:
-            return None
+            return False
         size += n
-    out = &small[0] if size <= 512 else <char *>PyMem_Malloc(size)
-    if out == NULL:
-        raise MemoryError()
+    out = _room(joined, size)
+    for i in range(count + 2):
+        part = parts[i]
+        memcpy(out + at, PyBytes_AS_STRING(part), PyBytes_GET_SIZE(part))
+        at += PyBytes_GET_SIZE(part)
+        if i < count:
+            at += _put_value(values[i], out + at)  # OverflowError: nothing added
+        elif i == count:
+            at += _decimal(out + at, opaque)
+    _put32(<unsigned char *>out, at - 4)
+    _put32(<unsigned char *>out + 4, at - 8)
+    joined.used += at
+    return True
+
+
+cdef void _add(_Joined *joined, object data) except *:
+    """Add ``data`` (a frame ``json_frame`` made) to ``joined``."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
-        for i in range(count + 2):
-            part = parts[i]
-            memcpy(out + at, PyBytes_AS_STRING(part), PyBytes_GET_SIZE(part))
-            at += PyBytes_GET_SIZE(part)
-            if i < count:
-                at += _put_value(values[i], out + at)
-            elif i == count:
-                at += _decimal(out + at, opaque)
-        _put32(<unsigned char *>out, at - 4)
-        _put32(<unsigned char *>out + 4, at - 8)
-        return PyBytes_FromStringAndSize(out, at)
+        memcpy(_room(joined, view.len), view.buf, view.len)
+        joined.used += view.len
     finally:
-        if out != &small[0]:
-            PyMem_Free(out)
+        PyBuffer_Release(&view)
+
+
+cdef void _write(_Joined *joined, object reply, long long opaque, object opaque_object) except *:
+    """Add the frame answering ``opaque`` with the templated ``reply``."""
+    try:
+        if _render(reply, opaque, joined):
+            return
+    except OverflowError:
+        pass
+    _add(joined, reply.json_frame(opaque_object))
+
+
+cdef void _flush(_Joined *joined, list outbox) except *:
+    """Append the frames added to ``outbox`` as one bytes, and free the buffer."""
+    try:
+        if joined.used:
+            outbox.append(PyBytes_FromStringAndSize(joined.data, joined.used))
+    finally:
+        PyMem_Free(joined.data)
+        joined.data = NULL
+        joined.used = joined.room = 0
 
 
 def templated_frames(requests, replies, list outbox):
     """``frame.templated_frames``: the frames of the templated answers to JSON requests
-    appended to ``outbox``; the indexes of the other replies."""
+    appended to ``outbox`` as one buffer; the indexes of the other replies."""
     cdef list rest = []
     cdef Py_ssize_t i, count = len(requests)
     cdef long long opaque
+    cdef _Joined joined
+    memset(&joined, 0, sizeof(joined))
     if len(replies) != count:
         raise ValueError("zip() arguments have different lengths")  # as strict=True
-    for i in range(count):
-        request = requests[i]
-        reply = replies[i]
-        if type(request) is _COMMAND.cls:  # a decoded request: its slots read directly
-            serialize_type = _COMMAND.get(request, 8)
-            flag = _COMMAND.get(request, 2)
-            opaque_object = _COMMAND.get(request, 1)
-        else:
-            serialize_type = request.serialize_type
-            flag = request.flag
-            opaque_object = request.opaque
-        if type(reply) is _TEMPLATED and serialize_type is _JSON_TYPE:
-            if not flag & _ONEWAY:
-                data = None
-                try:
-                    opaque = opaque_object
-                    data = _render(reply, opaque)
-                except OverflowError:
-                    pass
-                if data is None:
-                    data = reply.json_frame(opaque_object)
-                outbox.append(data)
-        else:
-            rest.append(i)
+    try:
+        for i in range(count):
+            request = requests[i]
+            reply = replies[i]
+            if type(request) is _COMMAND.cls:  # a decoded request: its slots read directly
+                serialize_type = _COMMAND.get(request, 8)
+                flag = _COMMAND.get(request, 2)
+                opaque_object = _COMMAND.get(request, 1)
+            else:
+                serialize_type = request.serialize_type
+                flag = request.flag
+                opaque_object = request.opaque
+            if type(reply) is _TEMPLATED and serialize_type is _JSON_TYPE:
+                if not flag & _ONEWAY:
+                    try:
+                        opaque = opaque_object
+                    except OverflowError:
+                        _add(&joined, reply.json_frame(opaque_object))
+                    else:
+                        _write(&joined, reply, opaque, opaque_object)
+            else:
+                rest.append(i)
+    finally:
+        _flush(&joined, outbox)
     return rest
 
 
@@ -643,28 +693,33 @@ def held_frames(replies, opaques, serializations, list outbox):
     """``frame.held_frames``, compiled (each result read from its reply's slot)."""
     cdef list rest = []
     cdef Py_ssize_t i, count = len(replies)
+    cdef long long opaque
+    cdef _Joined joined
+    memset(&joined, 0, sizeof(joined))
     if len(opaques) != count or len(serializations) != count:
         raise ValueError("zip() arguments have different lengths")  # as strict=True
-    for i in range(count):
-        reply = replies[i]
-        if type(reply) is _HELD.cls:
-            if not _HELD.get(reply, 1):
-                result = reply.result()  # raises: not given yet
+    try:
+        for i in range(count):
+            reply = replies[i]
+            if type(reply) is _HELD.cls:
+                if not _HELD.get(reply, 1):
+                    result = reply.result()  # raises: not given yet
+                else:
+                    result = _HELD.get(reply, 0)
             else:
-                result = _HELD.get(reply, 0)
-        else:
-            result = reply.result()
-        if type(result) is _TEMPLATED and serializations[i] is _JSON_TYPE:
-            data = None
-            try:
-                data = _render(result, opaques[i])
-            except OverflowError:
-                pass
-            if data is None:
-                data = result.json_frame(opaques[i])
-            outbox.append(data)
-        else:
-            rest.append(i)
+                result = reply.result()
+            if type(result) is _TEMPLATED and serializations[i] is _JSON_TYPE:
+                opaque_object = opaques[i]
+                try:
+                    opaque = opaque_object
+                except OverflowError:
+                    _add(&joined, result.json_frame(opaque_object))
+                else:
+                    _write(&joined, result, opaque, opaque_object)
+            else:
+                rest.append(i)
+    finally:
+        _flush(&joined, outbox)
     return rest
 
 

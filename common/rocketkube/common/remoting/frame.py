@@ -450,17 +450,22 @@ TemplatedFrames: TypeAlias = Callable[
 def templated_frames(
     requests: Sequence[RemotingCommand], replies: Sequence[object], outbox: Outbox
 ) -> list[int]:
-    """Write the answers of a run that are templated responses to JSON requests:
-    each one's frame appended to ``outbox`` (none for a oneway request). The indexes of
-    the other replies are returned, for the caller to answer. (``_frames.pyx`` has this
-    compiled.)"""
+    """Write the answers of a run that are templated responses to JSON requests: their
+    frames (none for a oneway request) appended to ``outbox`` joined in one buffer, one
+    object and one piece of the write for the whole run. The indexes of the other replies
+    are returned, for the caller to answer. (``_frames.pyx`` has this compiled.)"""
     rest: list[int] = []
-    for i, (request, reply) in enumerate(zip(requests, replies, strict=True)):
-        if type(reply) is TemplatedResponse and request.serialize_type is _JSON:
-            if not request.flag & FLAG_ONEWAY:
-                outbox.append(reply.json_frame(request.opaque))
-        else:
-            rest.append(i)
+    frames: list[bytes] = []
+    try:
+        for i, (request, reply) in enumerate(zip(requests, replies, strict=True)):
+            if type(reply) is TemplatedResponse and request.serialize_type is _JSON:
+                if not request.flag & FLAG_ONEWAY:
+                    frames.append(reply.json_frame(request.opaque))
+            else:
+                rest.append(i)
+    finally:
+        if frames:
+            outbox.append(b"".join(frames))
     return rest
 
 
@@ -477,16 +482,22 @@ def held_frames(
 ) -> list[int]:
     """:func:`templated_frames` for resolved deferred replies, with what answering needs
     of their requests in parallel lists (none of them oneway): the frames of templated
-    results to JSON requests appended to ``outbox``; the indexes of the others."""
+    results to JSON requests appended to ``outbox`` in one buffer; the indexes of the
+    others."""
     rest: list[int] = []
-    for i, (reply, opaque, serialize) in enumerate(
-        zip(replies, opaques, serializations, strict=True)
-    ):
-        result = reply.result()
-        if type(result) is TemplatedResponse and serialize is _JSON:
-            outbox.append(result.json_frame(opaque))
-        else:
-            rest.append(i)
+    frames: list[bytes] = []
+    try:
+        for i, (reply, opaque, serialize) in enumerate(
+            zip(replies, opaques, serializations, strict=True)
+        ):
+            result = reply.result()
+            if type(result) is TemplatedResponse and serialize is _JSON:
+                frames.append(result.json_frame(opaque))
+            else:
+                rest.append(i)
+    finally:
+        if frames:
+            outbox.append(b"".join(frames))
     return rest
 
 
