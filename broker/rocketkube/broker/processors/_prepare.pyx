@@ -309,7 +309,11 @@ def prepare_run(
             prepared = check(request, v2)
         if isinstance(prepared, ready_type):
             ready.append((len(replies), prepared))
-            messages.extend((<tuple>prepared)[0])
+            made = (<tuple>prepared)[0]
+            if type(made) is tuple and len(<tuple>made) == 1:
+                messages.append((<tuple>made)[0])  # a plain send's one message
+            else:
+                messages.extend(made)
             replies.append(None)
         else:
             replies.append(prepared)
