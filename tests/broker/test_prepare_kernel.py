@@ -20,6 +20,7 @@ from rocketkube.broker.processors import send
 from rocketkube.broker.processors.send_state import Ready
 from rocketkube.broker.store import DispatchHints, InnerMessage
 from rocketkube.common.protocol.topic_config import TopicConfig
+from rocketkube.common.remoting import frame
 from rocketkube.common.remoting.codes import RequestCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection
@@ -220,3 +221,67 @@ def test_a_mixed_run_is_prepared_alike(
     refused = [outcome(r) for r in replies if r is not None]  # type: ignore[arg-type]
     assert refused == [outcome(e) for e in expected if not isinstance(e, Ready)]
     assert len(ready) == 5  # refused: the queue over the limit, the batch that is not one
+
+
+SCAN = frame.compiled_scan()
+
+
+def scanned(ext: dict[str, str], body: bytes) -> tuple[RemotingCommand, RemotingCommand]:
+    """A send as the compiled scan leaves it, and as the Python decoder decodes it."""
+    assert SCAN is not None
+    data = frame.encode_bytes(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body))
+    (compiled,), _ = SCAN(memoryview(data), frame.MAX_FRAME_LENGTH, frame.decode_frame)
+    return compiled, frame.decode_frame(memoryview(data)[4:])
+
+
+def unmade(request: RemotingCommand) -> bool:
+    """Whether ``request``'s ext_fields is still unset (a ScannedRequest's, unread)."""
+    try:
+        RemotingCommand.ext_fields.__get__(request)  # type: ignore[attr-defined,misc]
+    except AttributeError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize(
+    "ext",
+    [
+        v2_fields(),
+        v2_fields(e="7", i="TAGS\x01x\x02UNIQ_KEY\x01é"),
+        v2_fields(i="WAIT\x01false"),
+        v2_fields(m="true"),  # a batch: left to Python, which makes the dict
+        v2_fields(b="Unknown"),  # not a known topic: the same
+        {**v2_fields(), "n": "broker-a"},  # a 5.x client's brokerName: not read
+    ],
+)
+def test_a_scanned_send_is_prepared_from_its_values_alike(
+    processors: tuple[send.SendProcessor, send.SendProcessor], ext: dict[str, str]
+) -> None:
+    compiled, python = processors
+    peer = _Peer()
+    compiled._prepare(peer, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2_fields()),
+                      True)  # fmt: skip  # the topic's state cached
+    request, decoded = scanned(ext, b"hello")
+    assert isinstance(request, frame.ScannedRequest)
+    assert unmade(request)
+    ready = kernel(compiled, request, True)
+    if ready is not None:
+        assert unmade(request), "prepared from the values, no dict made"
+    assert outcome(compiled._prepare(peer, request, True)) == outcome(
+        python._prepare(peer, decoded, True)
+    )
+    assert request.ext_fields == decoded.ext_fields
+    assert list(request.ext_fields) == list(decoded.ext_fields)
+
+
+def test_only_one_letter_names_of_sends_are_left_unmade() -> None:
+    request, decoded = scanned({**v2_fields(), "zz": "1"}, b"x")
+    assert type(request) is RemotingCommand
+    assert request.ext_fields == decoded.ext_fields
+    request, _ = scanned({"a": "1", "b": "2"}, b"x")
+    assert type(request) is frame.ScannedRequest
+    assert SCAN is not None
+    pull = frame.encode_bytes(RemotingCommand.request(RequestCode.PULL_MESSAGE, {"a": "1"}))
+    (command,), _ = SCAN(memoryview(pull), frame.MAX_FRAME_LENGTH, frame.decode_frame)
+    assert type(command) is RemotingCommand
+    assert command.ext_fields == {"a": "1"}

@@ -109,6 +109,10 @@ cdef class Slotted:
         slot[0] = <PyObject *>value
         Py_XDECREF(old)
 
+    cdef inline bint has(self, object instance, Py_ssize_t i):
+        """Whether slot ``names[i]`` of ``instance`` (of exactly ``cls``) is set."""
+        return (<PyObject **>(<char *><PyObject *>instance + self.offsets[i]))[0] != NULL
+
     cdef inline object get(self, object instance, Py_ssize_t i):
         """Slot ``names[i]`` of ``instance`` (whose type the caller checked is ``cls``);
         AttributeError when it was never set, as reading the attribute raises."""

@@ -28,10 +28,12 @@ from time import perf_counter
 from rocketkube.broker.processors.send_state import TopicState as _TopicState
 from rocketkube.broker.store import InnerMessage as _InnerMessage
 from rocketkube.common.remoting.command import RemotingCommand as _RemotingCommand
+from rocketkube.common.remoting.frame import ScannedRequest as _ScannedRequest
 
 include "_slotted.pxi"
 
 cdef Slotted _REQUEST = Slotted(_RemotingCommand, ("ext_fields", "body"))
+cdef Slotted _SCANNED = Slotted(_ScannedRequest, ("ext_fields", "body", "_names", "_values"))
 cdef Slotted _STATE = Slotted(_TopicState, (
     "config", "queue_limit", "writable", "retry_group", "multi_tag",
 ))
@@ -148,23 +150,37 @@ cdef object _plain(
     cdef PyObject *value
     cdef Py_ssize_t pos = 0
     cdef long letter
-    if type(request) is not _REQUEST.cls:
-        return None
-    ext = _REQUEST.get(request, 0)
-    if type(ext) is not dict:
-        return None
     memset(found, 0, sizeof(found))
-    if v2:  # one pass over the fields (each lookup by name costs as much as the pass)
-        while PyDict_Next(ext, &pos, &name, &value):
-            if not PyUnicode_CheckExact(<object>name):
-                return None
-            if PyUnicode_GET_LENGTH(<object>name) == 1:
-                letter = <long>PyUnicode_READ_CHAR(<object>name, 0) - 97  # a
-                if 0 <= letter < FIELDS:
-                    found[letter] = value
+    if type(request) is _SCANNED.cls and v2 and not _SCANNED.has(request, 0):
+        # extFields not made yet: the values read where the scan left them, by letter
+        # (the request holds them while this runs)
+        names = _SCANNED.get(request, 2)
+        values = _SCANNED.get(request, 3)
+        if (type(names) is not str or type(values) is not list
+                or len(<str>names) != len(<list>values)):
+            return None
+        for i in range(len(<list>values)):
+            letter = <long>PyUnicode_READ_CHAR(names, i) - 97  # a
+            if 0 <= letter < FIELDS:
+                found[letter] = <PyObject *>(<list>values)[i]
+    elif type(request) is not _REQUEST.cls and type(request) is not _SCANNED.cls:
+        return None
     else:
-        for i in range(FIELDS):
-            found[i] = PyDict_GetItem(ext, _V1_KEYS[i])
+        # (a ScannedRequest's ext_fields is the same slot; read as the attribute, made)
+        ext = _REQUEST.get(request, 0) if _REQUEST.has(request, 0) else request.ext_fields
+        if type(ext) is not dict:
+            return None
+        if v2:  # one pass over the fields (each lookup by name costs as much as the pass)
+            while PyDict_Next(ext, &pos, &name, &value):
+                if not PyUnicode_CheckExact(<object>name):
+                    return None
+                if PyUnicode_GET_LENGTH(<object>name) == 1:
+                    letter = <long>PyUnicode_READ_CHAR(<object>name, 0) - 97  # a
+                    if 0 <= letter < FIELDS:
+                        found[letter] = value
+        else:
+            for i in range(FIELDS):
+                found[i] = PyDict_GetItem(ext, _V1_KEYS[i])
     topic = _field(found, 1)
     if type(topic) is not str or _field(found, 0) is None or _field(found, 2) is None:
         return None

@@ -325,21 +325,30 @@ cdef int _field(const unsigned char *key, Py_ssize_t n) noexcept:
     return _OTHER
 
 
+DEF LETTERS_KEPT = 16
+
+
 cdef object _ext_fields(const unsigned char **at, const unsigned char *end, _Cached *cache):
-    """The extFields object at ``*at``: a dict of strings, or None (anything else)."""
+    """The extFields object at ``*at``: a dict of strings; or, while every name is a
+    distinct lowercase letter, ``(names, values)``: the letters as a str and the values
+    in a list, in order (see ``ScannedRequest``); None for anything else."""
     cdef const unsigned char *p = _ws(at[0] + 1, end)
-    cdef dict ext
+    cdef dict ext = None
+    cdef list values = [None] * LETTERS_KEPT  # room for a send's 13, cut to size at the end
+    cdef char names[26]
+    cdef Py_ssize_t count = 0, j
+    cdef unsigned int seen = 0
+    cdef unsigned char letter
     if p < end and p[0] == 125:  # }
         at[0] = p + 1
         return {}
-    # A send's 13 fields without growing the table twice on the way (CPython 3.11 makes a
-    # presized table generic, not str-only: still fewer instructions in all, measured)
-    ext = _PyDict_NewPresized(16)
     while True:
         if p >= end or p[0] != 34:
             return None
+        letter = 0
         if end - p > 2 and p[2] == 34 and 32 <= p[1] < 128 and p[1] != 34 and p[1] != 92:
-            key = PyUnicode_FromOrdinal(p[1])  # a one-letter name (send and pull headers)
+            letter = p[1]  # a one-letter name (send and pull headers)
+            key = PyUnicode_FromOrdinal(letter)
             p += 3
         else:
             key = _string(&p, end, True, cache)
@@ -351,18 +360,50 @@ cdef object _ext_fields(const unsigned char **at, const unsigned char *end, _Cac
         p = _ws(p + 1, end)
         if p >= end or p[0] != 34:
             return None  # a value fastjson would coerce: the Python path does
-        value = _string(&p, end, True, cache)
-        if value is None:
-            return None
-        ext[key] = value
+        if end - p > 2 and p[2] == 34 and 32 <= p[1] < 128 and p[1] != 34 and p[1] != 92:
+            value = PyUnicode_FromOrdinal(p[1])  # one character: a queue id, a flag...
+            p += 3
+        else:
+            value = _string(&p, end, True, cache)
+            if value is None:
+                return None
+        if ext is None and 97 <= letter <= 122 and not (seen >> (letter - 97)) & 1:
+            seen |= 1u << (letter - 97)
+            names[count] = <char>letter
+            if count < LETTERS_KEPT:
+                values[count] = value
+            else:
+                values.append(value)
+            count += 1
+        else:
+            if ext is None:  # the names so far go in first, in their order
+                del values[count:]
+                ext = _PyDict_NewPresized(16)  # a send's 13 without growing the table
+                for j in range(count):
+                    ext[PyUnicode_FromOrdinal(<unsigned char>names[j])] = values[j]
+            ext[key] = value
         p = _ws(p, end)
         if p < end and p[0] == 44:  # ,
             p = _ws(p + 1, end)
             continue
         if p < end and p[0] == 125:
             at[0] = p + 1
-            return ext
+            if ext is not None:
+                return ext
+            del values[count:]
+            return (_cached_ascii(cache, <const unsigned char *>names, count), values)
         return None
+
+
+cdef dict _as_dict(tuple lettered):
+    """The extFields dict of ``(names, values)``."""
+    cdef str names = lettered[0]
+    cdef list values = lettered[1]
+    cdef dict ext = _PyDict_NewPresized(16) if len(values) > 5 else {}
+    cdef Py_ssize_t j
+    for j in range(len(values)):
+        ext[names[j]] = values[j]
+    return ext
 
 
 cdef object _plain_header(const unsigned char *p, const unsigned char *end, _Cached *cache):
@@ -446,7 +487,22 @@ cdef object _plain_header(const unsigned char *p, const unsigned char *end, _Cac
             return None
     if _ws(p, end) != end or code is None:
         return None
-    if ext is None:
+    if type(ext) is tuple:
+        if code in _SEND_CODES and not flag & _RESPONSE:
+            command = _SCANNED.new()  # ext_fields left unset: made when first read
+            _SCANNED.set(command, 0, code)
+            _SCANNED.set(command, 1, opaque)
+            _SCANNED.set(command, 2, flag)
+            _SCANNED.set(command, 3, language)
+            _SCANNED.set(command, 4, version)
+            _SCANNED.set(command, 5, remark)
+            _SCANNED.set(command, 6, b"")
+            _SCANNED.set(command, 7, _JSON_TYPE)
+            _SCANNED.set(command, 8, (<tuple>ext)[0])
+            _SCANNED.set(command, 9, (<tuple>ext)[1])
+            return command
+        ext = _as_dict(<tuple>ext)
+    elif ext is None:
         ext = {}
     command = _COMMAND.new()
     _COMMAND.set(command, 0, code)
@@ -666,7 +722,8 @@ def templated_frames(requests, replies, list outbox):
         for i in range(count):
             request = requests[i]
             reply = replies[i]
-            if type(request) is _COMMAND.cls:  # a decoded request: its slots read directly
+            if type(request) is _COMMAND.cls or type(request) is _ScannedRequest:
+                # a decoded request: its slots read directly (a subclass keeps them put)
                 serialize_type = _COMMAND.get(request, 8)
                 flag = _COMMAND.get(request, 2)
                 opaque_object = _COMMAND.get(request, 1)
@@ -728,7 +785,10 @@ from rocketkube.common.errors import ProtocolError as _ProtocolError
 from rocketkube.common.remoting.codes import SerializeType as _SerializeType
 from rocketkube.common.remoting.command import FLAG_ONEWAY as _FLAG_ONEWAY
 from rocketkube.common.remoting.frame import COPIED_BODY as _COPIED_BODY_SIZE
+from rocketkube.common.remoting.frame import SEND_CODES as _SEND_CODES
+from rocketkube.common.remoting.frame import ScannedRequest as _ScannedRequest
 from rocketkube.common.remoting.frame import TemplatedResponse as _TEMPLATED
+from rocketkube.common.remoting.command import FLAG_RESPONSE as _FLAG_RESPONSE
 from rocketkube.common.remoting.command import RemotingCommand as _RemotingCommand
 from rocketkube.common.remoting.deferred import DeferredReply as _DeferredReply
 
@@ -736,9 +796,14 @@ include "_slotted.pxi"
 
 cdef Slotted _HELD = Slotted(_DeferredReply, ("_reply", "_resolved"))
 cdef Slotted _ANSWER = Slotted(_TEMPLATED, ("_template", "_values"))
+cdef Slotted _SCANNED = Slotted(_ScannedRequest, (
+    "code", "opaque", "flag", "language", "version", "remark", "body", "serialize_type",
+    "_names", "_values",
+))
 cdef Slotted _COMMAND = Slotted(_RemotingCommand, ("code", "opaque", "flag", "language", "version", "remark",
                                       "ext_fields", "body", "serialize_type"))
 
 _JSON_TYPE = _SerializeType.JSON
 cdef Py_ssize_t _COPIED_BODY = _COPIED_BODY_SIZE
 cdef long _ONEWAY = _FLAG_ONEWAY
+cdef long _RESPONSE = _FLAG_RESPONSE

@@ -332,6 +332,30 @@ class FrameDecoder:
         return out, pos
 
 
+SEND_CODES: Final = frozenset({10, 310, 320})
+"""SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE: the requests the compiled scan may
+leave as :class:`ScannedRequest`."""
+
+
+class ScannedRequest(RemotingCommand):
+    """A send request as the compiled frame scan leaves it when every extFields name is
+    one letter (``SEND_MESSAGE_V2``'s ``a``..``m``): the names (a str, one letter each) and
+    the values (already decoded) kept side by side, and made the ``ext_fields`` dict only
+    when that is first read. The compiled preparation of a plain send reads the values
+    where they are, so the hot path never builds a dict per message; anything else sees an
+    ordinary command (the same fields, in the same order, as the Python decoder gives)."""
+
+    __slots__ = ("_names", "_values")
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached while a slot is unset: ext_fields, from the names and values.
+        if name != "ext_fields":
+            raise AttributeError(name)
+        ext = dict(zip(self._names, self._values, strict=True))
+        _EXT_FIELDS.__set__(self, ext)
+        return ext
+
+
 class TemplatedResponse(RemotingCommand):
     """A response of a :class:`ResponseTemplate`, made for a hot path: only its ``code`` is
     set up front; the connection writes its JSON frame from the template
@@ -381,6 +405,7 @@ _UNSET_DEFAULTS: Final[dict[str, Any]] = {
     "serialize_type": codes.SerializeType.JSON,
 }
 _SLOTS: Final[dict[str, Any]] = {name: vars(RemotingCommand)[name] for name in _UNSET_DEFAULTS}
+_EXT_FIELDS: Final = _SLOTS["ext_fields"]
 
 
 class ResponseTemplate:
