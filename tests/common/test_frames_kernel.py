@@ -8,6 +8,7 @@ whole commands in both serializations, JSON headers of any shape and raw bytes.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import struct
 
 import orjson
@@ -353,3 +354,21 @@ def test_resolved_replies_are_written_alike() -> None:
     for render in (held, frame.held_frames):
         with pytest.raises(asyncio.InvalidStateError):
             render(pending, [1], [SerializeType.JSON], [])
+
+
+def test_a_scanned_send_reads_and_writes_as_a_command() -> None:
+    assert COMPILED is not None
+    data = frame.encode_bytes(RemotingCommand.request(310, {"b": "T", "a": "g"}, b"x"))
+    (command,), _ = COMPILED(memoryview(data), 1 << 24, frame.decode_frame)
+    assert type(command) is frame.ScannedRequest
+    assert list(command.ext_fields.items()) == [("b", "T"), ("a", "g")]  # made, in order
+    command.ext_fields["c"] = "1"
+    assert command.ext_fields == {"b": "T", "a": "g", "c": "1"}  # the same dict kept
+    command.ext_fields = {"z": "2"}
+    copy = dataclasses.replace(command, opaque=9)
+    assert (type(copy), copy.opaque, copy.ext_fields, bytes(copy.body)) == (
+        frame.ScannedRequest,
+        9,
+        {"z": "2"},
+        b"x",
+    )

@@ -32,8 +32,9 @@ from rocketkube.common.remoting.frame import ScannedRequest as _ScannedRequest
 
 include "_slotted.pxi"
 
-cdef Slotted _REQUEST = Slotted(_RemotingCommand, ("ext_fields", "body"))
-cdef Slotted _SCANNED = Slotted(_ScannedRequest, ("ext_fields", "body", "_names", "_values"))
+# (read from a ScannedRequest too: a subclass keeps its base's slots where they are)
+cdef Slotted _REQUEST = Slotted(_RemotingCommand, ("ext_fields", "body", "code"))
+cdef Slotted _SCANNED = Slotted(_ScannedRequest, ("_names", "_values"))  # ext_fields: a property
 cdef Slotted _STATE = Slotted(_TopicState, (
     "config", "queue_limit", "writable", "retry_group", "multi_tag",
 ))
@@ -151,11 +152,11 @@ cdef object _plain(
     cdef Py_ssize_t pos = 0
     cdef long letter
     memset(found, 0, sizeof(found))
-    if type(request) is _SCANNED.cls and v2 and not _SCANNED.has(request, 0):
+    if type(request) is _SCANNED.cls and v2 and not _REQUEST.has(request, 0):
         # extFields not made yet: the values read where the scan left them, by letter
         # (the request holds them while this runs)
-        names = _SCANNED.get(request, 2)
-        values = _SCANNED.get(request, 3)
+        names = _SCANNED.get(request, 0)
+        values = _SCANNED.get(request, 1)
         if (type(names) is not str or type(values) is not list
                 or len(<str>names) != len(<list>values)):
             return None
@@ -315,7 +316,10 @@ def prepare_run(
     (their latencies are counted from the run's start)."""
     started = perf_counter()  # the run came in at once: one start for its plain sends
     for request in requests:
-        v2 = request.code != 10  # SEND_MESSAGE: V1 header names
+        if type(request) is _REQUEST.cls or type(request) is _SCANNED.cls:
+            v2 = _REQUEST.get(request, 2) != 10  # SEND_MESSAGE: V1 header names
+        else:
+            v2 = request.code != 10
         try:
             prepared = _plain(request, v2, states, configs, cluster_entry, born_host,
                               ready_type, message_type, hints_type, started)

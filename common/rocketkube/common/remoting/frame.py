@@ -346,14 +346,23 @@ class ScannedRequest(RemotingCommand):
     ordinary command (the same fields, in the same order, as the Python decoder gives)."""
 
     __slots__ = ("_names", "_values")
+    _names: str
+    _values: list[str]
 
-    def __getattr__(self, name: str) -> Any:
-        # Only reached while a slot is unset: ext_fields, from the names and values.
-        if name != "ext_fields":
-            raise AttributeError(name)
-        ext = dict(zip(self._names, self._values, strict=True))
-        _EXT_FIELDS.__set__(self, ext)
+    # A property over the inherited slot, not __getattr__: that would slow down every other
+    # attribute read of the command.
+    @property
+    def ext_fields(self) -> dict[str, str]:
+        try:
+            ext: dict[str, str] = _EXT_FIELDS.__get__(self)
+        except AttributeError:
+            ext = dict(zip(self._names, self._values, strict=True))
+            _EXT_FIELDS.__set__(self, ext)
         return ext
+
+    @ext_fields.setter
+    def ext_fields(self, value: dict[str, str]) -> None:
+        _EXT_FIELDS.__set__(self, value)
 
 
 class TemplatedResponse(RemotingCommand):
