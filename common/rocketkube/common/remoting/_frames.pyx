@@ -88,6 +88,8 @@ cdef extern from *:
 
 
 cdef inline const unsigned char *_ws(const unsigned char *p, const unsigned char *end) noexcept:
+    if p < end and p[0] > 32:
+        return p  # the usual case: no white space (Java's and the SDK's headers have none)
     while p < end and (p[0] == 32 or p[0] == 9 or p[0] == 10 or p[0] == 13):
         p += 1
     return p
