@@ -149,6 +149,9 @@ def test_a_plain_send_is_prepared_alike(
         v2_fields(i="TAGS\x01\ud800"),  # a lone surrogate
         v2_fields(j="x"),
         v2_fields(l="1.5"),
+        v2_fields(e="-"),  # one character, not a digit
+        v2_fields(e="\u0663"),  # a digit, but not an ASCII one
+        v2_fields(f=" "),
     ],
 )
 def test_any_other_send_is_left_to_python(

@@ -32,6 +32,7 @@ cdef extern from *:
 
 cdef extern from "Python.h":
     bint PyType_FastSubclass(PyTypeObject *, unsigned long)
+    bint PyType_Check(object)
     unsigned long Py_TPFLAGS_TUPLE_SUBCLASS
     void PyTuple_SET_ITEM(object, Py_ssize_t, object)
 
@@ -40,7 +41,7 @@ cdef inline object new_tuple(object cls, Py_ssize_t items):
     """An instance of the tuple subclass ``cls`` (a named tuple) of ``items`` items, all
     still NULL: the caller sets each with ``set_item`` before anything else runs, as
     ``tuple.__new__(cls, values)`` does."""
-    if not isinstance(cls, type) or not PyType_FastSubclass(<PyTypeObject *>cls, Py_TPFLAGS_TUPLE_SUBCLASS):
+    if not PyType_Check(cls) or not PyType_FastSubclass(<PyTypeObject *>cls, Py_TPFLAGS_TUPLE_SUBCLASS):
         raise TypeError(f"{cls!r} is not a tuple type")
     return rk_allocate(cls, items)
 

@@ -61,8 +61,15 @@ cdef bint _plain_int(object text, long long *out):
     cdef const char *s
     cdef long long v = 0
     cdef bint negative = False
+    cdef Py_UCS4 digit
     if type(text) is not str:
         return False
+    if PyUnicode_GET_LENGTH(text) == 1:  # one digit: most of a send's integers
+        digit = PyUnicode_READ_CHAR(text, 0)
+        if not c'0' <= digit <= c'9':
+            return False
+        out[0] = <long long>digit - 48
+        return True
     s = PyUnicode_AsUTF8AndSize(text, &n)
     if n > 0 and s[0] == c'-':
         negative = True
