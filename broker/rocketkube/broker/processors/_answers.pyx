@@ -37,8 +37,14 @@ def stored_answers(appended, list ready, list replies, template, double now, lis
     code = template.code
     cdef bint direct = type(template).response is _TEMPLATE_RESPONSE
     last_started = latency = None
+    cdef Py_ssize_t i
     for entry in ready:
-        i, one = _tuple(entry)
+        place, one = _tuple(entry)
+        i = place
+        if i < 0:
+            i += len(replies)
+        if not 0 <= i < len(replies):  # as the list itself would (unchecked below)
+            raise IndexError("list assignment index out of range")
         messages, topic, queue_id, body_bytes, _, started = _tuple(one)
         count = len(messages)
         head = appended[at]

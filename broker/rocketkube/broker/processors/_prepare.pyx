@@ -106,6 +106,22 @@ cdef bint _true(const char *value, Py_ssize_t length) noexcept:
     return True
 
 
+cdef object _same_or_decoded(const char *text, Py_ssize_t n, list memo):
+    """The str of the UTF-8 ``text``: the one ``memo`` holds when its bytes are the same
+    (a run's sends carry the same tags: one str, its hash computed once for the
+    dispatcher's lookup), else a new one, then held."""
+    cdef Py_ssize_t size
+    cdef const char *utf8
+    last = memo[0]
+    if last is not None:
+        utf8 = PyUnicode_AsUTF8AndSize(last, &size)
+        if size == n and memcmp(utf8, text, n) == 0:
+            return last
+    made = PyUnicode_DecodeUTF8(text, n, NULL)
+    memo[0] = made
+    return made
+
+
 def prepare_plain(
     request,
     bint v2,
@@ -124,7 +140,7 @@ def prepare_plain(
     started = perf_counter()
     try:
         return _plain(request, v2, states, configs, cluster_entry, born_host, ready_type,
-                      message_type, hints_type, started)
+                      message_type, hints_type, started, [None])
     except UnicodeEncodeError:
         return None  # lone surrogates: the Python path decides
 
@@ -140,6 +156,7 @@ cdef object _plain(
     object message_type,
     object hints_type,
     object started,
+    list memo,
 ):
     cdef long long queue_id, sys_flag, born_timestamp, flag, scratch
     cdef long long reconsume = 0
@@ -244,7 +261,7 @@ cdef object _plain(
                     keep[count] = False
                     wait_flush = _true(p + sep + 1, end - sep - 1)
                 elif _is(p + at, sep - at, "TAGS", 4):
-                    tags = PyUnicode_DecodeUTF8(p + sep + 1, end - sep - 1, NULL)
+                    tags = _same_or_decoded(p + sep + 1, end - sep - 1, memo)
                 elif _is(p + at, sep - at, "KEYS", 4):
                     keys_value = PyUnicode_DecodeUTF8(p + sep + 1, end - sep - 1, NULL)
                 elif _is(p + at, sep - at, "UNIQ_KEY", 8):
@@ -322,6 +339,7 @@ def prepare_run(
     ``replies``, a refusal to ``replies``. The plain sends of a run share one start time
     (their latencies are counted from the run's start)."""
     started = perf_counter()  # the run came in at once: one start for its plain sends
+    cdef list tags_memo = [None]
     for request in requests:
         if type(request) is _REQUEST.cls or type(request) is _SCANNED.cls:
             v2 = _REQUEST.get(request, 2) != 10  # SEND_MESSAGE: V1 header names
@@ -329,7 +347,7 @@ def prepare_run(
             v2 = request.code != 10
         try:
             prepared = _plain(request, v2, states, configs, cluster_entry, born_host,
-                              ready_type, message_type, hints_type, started)
+                              ready_type, message_type, hints_type, started, tags_memo)
         except UnicodeEncodeError:
             prepared = None
         if prepared is None:

@@ -12,7 +12,7 @@ after the last one in its file's room; for any other the Python methods are call
 
 from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.unicode cimport PyUnicode_AsUTF8AndSize
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_GET_LENGTH
 from libc.string cimport memchr
 
 
@@ -25,6 +25,7 @@ cdef int _ROLLBACK = 0xC
 cdef int _TX_MASK = 0xC
 cdef long long _INT_MAX = 0x7FFFFFFF
 _SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+cdef Py_ssize_t _SCHEDULE_LENGTH = len(_SCHEDULE_TOPIC)
 
 
 cdef object _utf8(object text, const char **utf8, Py_ssize_t *n):
@@ -38,6 +39,13 @@ cdef object _utf8(object text, const char **utf8, Py_ssize_t *n):
     utf8[0] = PyBytes_AS_STRING(raw)
     n[0] = PyBytes_GET_SIZE(raw)
     return raw
+
+
+cdef inline bint _is_schedule(object topic) except -1:
+    """``topic == SCHEDULE_TOPIC``, the length of a str compared first."""
+    if type(topic) is str and PyUnicode_GET_LENGTH(topic) != _SCHEDULE_LENGTH:
+        return False
+    return topic == _SCHEDULE_TOPIC
 
 
 cdef inline object _key_hash(const char *key, unsigned long seed, Py_ssize_t start,
@@ -183,7 +191,7 @@ def dispatch_run(object dispatcher, messages, results, object keyed, dict arrive
                     if qid >= 0:
                         by_queue[qid] = found
             code = None
-            if hints is not None and topic != _SCHEDULE_TOPIC:
+            if hints is not None and not _is_schedule(topic):
                 code = 0 if tags is None else tag_codes.get(tags)
             if code is None:
                 code = tags_code(topic, properties, store_ts, hints)
