@@ -489,33 +489,28 @@ cdef object _plain_header(const unsigned char *p, const unsigned char *end, _Cac
             return None
     if _ws(p, end) != end or code is None:
         return None
+    scanned = False
     if type(ext) is tuple:
-        if code in _SEND_CODES and not flag & _RESPONSE:
-            command = _SCANNED.new()  # ext_fields left unset: made when first read
-            _SCANNED.set(command, 0, code)
-            _SCANNED.set(command, 1, opaque)
-            _SCANNED.set(command, 2, flag)
-            _SCANNED.set(command, 3, language)
-            _SCANNED.set(command, 4, version)
-            _SCANNED.set(command, 5, remark)
-            _SCANNED.set(command, 6, b"")
-            _SCANNED.set(command, 7, _JSON_TYPE)
-            _SCANNED.set(command, 8, (<tuple>ext)[0])
-            _SCANNED.set(command, 9, (<tuple>ext)[1])
-            return command
-        ext = _as_dict(<tuple>ext)
+        scanned = code in _SEND_CODES and not flag & _RESPONSE
+        if not scanned:
+            ext = _as_dict(<tuple>ext)
     elif ext is None:
         ext = {}
-    command = _COMMAND.new()
+    # A ScannedRequest keeps RemotingCommand's slots where they are: set through _COMMAND.
+    command = _SCANNED.new() if scanned else _COMMAND.new()
     _COMMAND.set(command, 0, code)
     _COMMAND.set(command, 1, opaque)
     _COMMAND.set(command, 2, flag)
     _COMMAND.set(command, 3, language)
     _COMMAND.set(command, 4, version)
     _COMMAND.set(command, 5, remark)
-    _COMMAND.set(command, 6, ext)
     _COMMAND.set(command, 7, b"")
     _COMMAND.set(command, 8, _JSON_TYPE)
+    if scanned:  # ext_fields left unset: made when first read
+        _SCANNED.set(command, 0, (<tuple>ext)[0])
+        _SCANNED.set(command, 1, (<tuple>ext)[1])
+    else:
+        _COMMAND.set(command, 6, ext)
     return command
 
 
@@ -689,9 +684,12 @@ cdef void _add(_Joined *joined, object data) except *:
         PyBuffer_Release(&view)
 
 
-cdef void _write(_Joined *joined, object reply, long long opaque, object opaque_object) except *:
-    """Add the frame answering ``opaque`` with the templated ``reply``."""
+cdef void _write(_Joined *joined, object reply, object opaque_object) except *:
+    """Add the frame answering ``opaque_object`` with the templated ``reply``: rendered
+    here, or by ``json_frame`` (an opaque or a value past 64 bits, an odd value)."""
+    cdef long long opaque
     try:
+        opaque = opaque_object
         if _render(reply, opaque, joined):
             return
     except OverflowError:
@@ -715,7 +713,6 @@ def templated_frames(requests, replies, list outbox):
     appended to ``outbox`` as one buffer; the indexes of the other replies."""
     cdef list rest = []
     cdef Py_ssize_t i, count = len(requests)
-    cdef long long opaque
     cdef _Joined joined
     memset(&joined, 0, sizeof(joined))
     if len(replies) != count:
@@ -735,12 +732,7 @@ def templated_frames(requests, replies, list outbox):
                 opaque_object = request.opaque
             if type(reply) is _TEMPLATED and serialize_type is _JSON_TYPE:
                 if not flag & _ONEWAY:
-                    try:
-                        opaque = opaque_object
-                    except OverflowError:
-                        _add(&joined, reply.json_frame(opaque_object))
-                    else:
-                        _write(&joined, reply, opaque, opaque_object)
+                    _write(&joined, reply, opaque_object)
             else:
                 rest.append(i)
     finally:
@@ -752,7 +744,6 @@ def held_frames(replies, opaques, serializations, list outbox):
     """``frame.held_frames``, compiled (each result read from its reply's slot)."""
     cdef list rest = []
     cdef Py_ssize_t i, count = len(replies)
-    cdef long long opaque
     cdef _Joined joined
     memset(&joined, 0, sizeof(joined))
     if len(opaques) != count or len(serializations) != count:
@@ -768,13 +759,7 @@ def held_frames(replies, opaques, serializations, list outbox):
             else:
                 result = reply.result()
             if type(result) is _TEMPLATED and serializations[i] is _JSON_TYPE:
-                opaque_object = opaques[i]
-                try:
-                    opaque = opaque_object
-                except OverflowError:
-                    _add(&joined, result.json_frame(opaque_object))
-                else:
-                    _write(&joined, result, opaque, opaque_object)
+                _write(&joined, result, opaques[i])
             else:
                 rest.append(i)
     finally:
@@ -798,10 +783,7 @@ include "_slotted.pxi"
 
 cdef Slotted _HELD = Slotted(_DeferredReply, ("_reply", "_resolved"))
 cdef Slotted _ANSWER = Slotted(_TEMPLATED, ("_template", "_values"))
-cdef Slotted _SCANNED = Slotted(_ScannedRequest, (
-    "code", "opaque", "flag", "language", "version", "remark", "body", "serialize_type",
-    "_names", "_values",
-))
+cdef Slotted _SCANNED = Slotted(_ScannedRequest, ("_names", "_values"))
 cdef Slotted _COMMAND = Slotted(_RemotingCommand, ("code", "opaque", "flag", "language", "version", "remark",
                                       "ext_fields", "body", "serialize_type"))
 
