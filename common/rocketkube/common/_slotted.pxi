@@ -56,20 +56,19 @@ DEF MAX_SLOTS = 16
 
 
 cdef class Slotted:
-    """Makes instances of ``cls`` by storing values straight into the slots ``names``, in
-    order: what a slotted class's ``__init__`` stores, without running it; and reads those
-    slots of an instance of exactly ``cls``. Refuses (with TypeError) a name that is not a
-    plain object slot of ``cls``."""
+    """Makes instances of ``cls`` and stores and reads the slots ``names`` (by index, in
+    order) straight at their offsets: what a slotted class's ``__init__`` and attribute
+    access do, without running them. The offsets hold in a subclass too (it keeps its
+    bases' slots where they are). Refuses (with TypeError) a name that is not a plain
+    object slot of ``cls``."""
 
     cdef readonly object cls
     cdef Py_ssize_t offsets[MAX_SLOTS]
-    cdef Py_ssize_t count
 
     def __init__(self, cls, tuple names):
         if len(names) > MAX_SLOTS:
             raise TypeError(f"{cls.__name__}: more than {MAX_SLOTS} slots")
         self.cls = cls
-        self.count = len(names)
         for i, name in enumerate(names):
             descriptor = None
             for klass in cls.__mro__:
@@ -82,28 +81,14 @@ cdef class Slotted:
                 raise TypeError(f"{cls.__name__}.{name} is not a slot")
             self.offsets[i] = (<PyMemberDescrObject *>descriptor).d_member.offset
 
-    cdef object make(self, tuple values):
-        """A new instance holding ``values`` (as many as the names) in those slots."""
-        cdef PyObject **slot
-        cdef Py_ssize_t i
-        if len(values) != self.count:
-            raise TypeError(f"{self.cls.__name__}: {len(values)} values for {self.count} slots")
-        made = rk_allocate(self.cls, 0)
-        for i in range(self.count):
-            value = values[i]
-            Py_INCREF(value)
-            slot = <PyObject **>(<char *><PyObject *>made + self.offsets[i])
-            slot[0] = <PyObject *>value
-        return made
-
     cdef inline object new(self):
         """A new instance with every slot unset: the caller sets each (``set``) before it
-        is used, as ``make`` does without a tuple of the values."""
+        is used."""
         return rk_allocate(self.cls, 0)
 
     cdef inline void set(self, object instance, Py_ssize_t i, object value):
         """Store ``value`` in slot ``names[i]`` of ``instance`` (whose type the caller
-        checked is ``cls``), as assigning the attribute does."""
+        checked is ``cls`` or a subclass), as assigning the attribute does."""
         cdef PyObject **slot = <PyObject **>(<char *><PyObject *>instance + self.offsets[i])
         cdef PyObject *old = slot[0]
         Py_INCREF(value)
@@ -111,11 +96,12 @@ cdef class Slotted:
         Py_XDECREF(old)
 
     cdef inline bint has(self, object instance, Py_ssize_t i):
-        """Whether slot ``names[i]`` of ``instance`` (of exactly ``cls``) is set."""
+        """Whether slot ``names[i]`` of ``instance`` (``cls`` or a subclass) is set."""
         return (<PyObject **>(<char *><PyObject *>instance + self.offsets[i]))[0] != NULL
 
     cdef inline object get(self, object instance, Py_ssize_t i):
-        """Slot ``names[i]`` of ``instance`` (whose type the caller checked is ``cls``);
+        """Slot ``names[i]`` of ``instance`` (whose type the caller checked is ``cls`` or a
+        subclass);
         AttributeError when it was never set, as reading the attribute raises."""
         cdef PyObject *value = (<PyObject **>(<char *><PyObject *>instance + self.offsets[i]))[0]
         if value == NULL:

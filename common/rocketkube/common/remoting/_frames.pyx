@@ -348,9 +348,9 @@ cdef object _ext_fields(const unsigned char **at, const unsigned char *end, _Cac
         if p >= end or p[0] != 34:
             return None
         letter = 0
+        key = None  # a one-letter name's str: made only if the dict needs it
         if end - p > 2 and p[2] == 34 and 32 <= p[1] < 128 and p[1] != 34 and p[1] != 92:
             letter = p[1]  # a one-letter name (send and pull headers)
-            key = PyUnicode_FromOrdinal(letter)
             p += 3
         else:
             key = _string(&p, end, True, cache)
@@ -383,7 +383,7 @@ cdef object _ext_fields(const unsigned char **at, const unsigned char *end, _Cac
                 ext = _PyDict_NewPresized(16)  # a send's 13 without growing the table
                 for j in range(count):
                     ext[PyUnicode_FromOrdinal(<unsigned char>names[j])] = values[j]
-            ext[key] = value
+            ext[PyUnicode_FromOrdinal(letter) if key is None else key] = value
         p = _ws(p, end)
         if p < end and p[0] == 44:  # ,
             p = _ws(p + 1, end)

@@ -15,10 +15,9 @@ cdef Slotted _CODE = Slotted(_RemotingCommand, ("code",))
 cdef inline object _code(object command):
     """``command.code``, read from its slot: subclasses keep their bases' slots where
     they are (an unset one is read as the attribute, which may set it)."""
-    try:
+    if _CODE.has(command, 0):
         return _CODE.get(command, 0)
-    except AttributeError:
-        return command.code
+    return command.code
 
 
 def count_replies(run, replies, dict tally):

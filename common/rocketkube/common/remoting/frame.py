@@ -332,9 +332,11 @@ class FrameDecoder:
         return out, pos
 
 
-SEND_CODES: Final = frozenset({10, 310, 320})
-"""SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE: the requests the compiled scan may
-leave as :class:`ScannedRequest`."""
+SEND_CODES: Final = frozenset(
+    {codes.RequestCode.SEND_MESSAGE, codes.RequestCode.SEND_MESSAGE_V2,
+     codes.RequestCode.SEND_BATCH_MESSAGE}
+)  # fmt: skip
+"""The requests the compiled scan may leave as :class:`ScannedRequest`."""
 
 
 class ScannedRequest(RemotingCommand):
