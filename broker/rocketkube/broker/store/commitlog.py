@@ -25,7 +25,7 @@ import typing
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeAlias
 
-from rocketkube.broker.store import errors, mapped_file, model, settings
+from rocketkube.broker.store import errors, mapped_file, model, populate, settings
 from rocketkube.common import accelerators
 from rocketkube.common.message import record
 
@@ -37,7 +37,6 @@ _PREPARED = 0x4
 _ROLLBACK = 0xC
 _TX_MASK = 0xC
 _BLANK_RESERVE = 8  # a record must leave room for the end-of-segment filler
-_POPULATE_AHEAD = 1 << 20  # pages are mapped for writing this far ahead of the writer
 
 EncodeRun: TypeAlias = Callable[
     [record.WritableBuffer, int, int, Sequence[model.InnerMessage], dict[str, bytes],
@@ -129,6 +128,8 @@ class CommitLog:
         """Store time of the last appended record."""
         self._topics: dict[str, bytes] = {}
         self._populate = True  # off once the kernel says MADV_POPULATE_WRITE is unknown
+        self._populator = populate.AheadPopulator()
+        """Maps the pages ahead of the writer, in a worker thread."""
         self._encode_run = compiled_encode_run() or self.encode_run
         """Writes a run of records: the compiled twin of :meth:`encode_run` when built."""
         self._records_size = compiled_records_size()
@@ -216,9 +217,9 @@ class CommitLog:
         except OSError as exc:
             _log.error("cannot create a commit log segment: %s", exc)
             return model.PutStatus.CREATE_MAPPED_FILE_FAILED, str(exc), []
-        if self._populate and mapped.wrote + total > mapped.populated:
+        if self._populate:
             try:
-                mapped.populate(mapped.wrote + total + _POPULATE_AHEAD)
+                self._populator.ensure(mapped, mapped.wrote + total)
             except OSError as exc:
                 if exc.errno == errno.EINVAL:
                     self._populate = False
@@ -363,13 +364,16 @@ class CommitLog:
 
     def truncate(self, offset: int) -> None:
         """Drop everything at or after ``offset`` (zeroed, later segments deleted)."""
+        self._populator.settle()
         self.files.truncate(offset)
         self.flushed_offset = min(self.flushed_offset, offset)
 
     def set_end(self, offset: int) -> None:
         """Trust ``offset`` as the end of the data (clean restart): later segments go."""
+        self._populator.settle()
         self.files.truncate(offset)
         self.flushed_offset = offset
 
     def close(self) -> None:
+        self._populator.close()
         self.files.close()
