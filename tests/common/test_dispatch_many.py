@@ -9,14 +9,14 @@ import contextlib
 import gc
 import types
 from collections.abc import AsyncIterator, Sequence
-from typing import cast
+from typing import Any, cast
 
 from waiting import wait_until
 
 from rocketkube.common.remoting import frame
 from rocketkube.common.remoting.codes import ResponseCode
 from rocketkube.common.remoting.command import FLAG_ONEWAY, RemotingCommand
-from rocketkube.common.remoting.connection import Connection, Reply
+from rocketkube.common.remoting.connection import ANSWER_EVERY, Connection, Reply
 from rocketkube.common.remoting.deferred import DeferredGroup, DeferredReply
 from rocketkube.common.remoting.dispatch import BatchingProcessor, Dispatcher
 from rocketkube.common.remoting.server import RemotingServer
@@ -351,3 +351,39 @@ async def test_failing_batch_entry_answers_each_request_with_system_error() -> N
 async def test_handler_without_batch_entry_serves_one_by_one() -> None:
     replies = await serve_chunk(OneByOne(), requests(PUT, OTHER, PUT))
     assert [r.remark for r in replies] == ["one:1", "one:2", "one:3"]
+
+
+class RecordingTransport(asyncio.Transport):
+    """Keeps each ``writelines`` call's bytes, one entry per call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[bytes] = []
+
+    def writelines(self, list_of_data: Any) -> None:
+        self.writes.append(b"".join(list_of_data))
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 10911) if name in ("peername", "sockname") else default
+
+
+async def test_a_long_chunk_is_answered_every_answer_every_requests_in_order() -> None:
+    """A pipelining peer sends more as answers come back: a chunk of more than
+    ANSWER_EVERY requests is served and written in slices, not in one write at its end."""
+    log = Log()
+    count = 2 * ANSWER_EVERY + 5
+    reqs = requests(*[PUT] * count)
+    conn = Connection(dispatcher(log))
+    transport = RecordingTransport()
+    conn.connection_made(transport)
+    conn.data_received(b"".join(frame.encode_bytes(r) for r in reqs))
+    assert [len(run.split(",")) for run in log.served] == [ANSWER_EVERY, ANSWER_EVERY, 5]
+    assert len(transport.writes) == 3
+    decoder = frame.FrameDecoder()
+    answered = [decoder.feed(chunk) for chunk in transport.writes]
+    assert [len(part) for part in answered] == [ANSWER_EVERY, ANSWER_EVERY, 5]
+    assert [r.opaque for part in answered for r in part] == list(range(1, count + 1))
+    assert log.observed == [(PUT, 0)] * count

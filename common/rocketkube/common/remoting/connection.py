@@ -4,7 +4,8 @@ The connection owns framing, the table of pending requests keyed by ``opaque``
 (never matched by arrival order), and the dispatch of requests the peer sends
 us: a server gets client requests, a client gets the server-initiated ones
 (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE...). Responses produced
-while handling one received chunk are written in a single ``writelines``.
+while handling one received chunk are written in a single ``writelines``, every
+:data:`ANSWER_EVERY` requests when the chunk holds more.
 
 A request handler returns a response, ``None`` (no response), or an awaitable of
 either; awaitables are answered when they finish, so slow requests (long polling,
@@ -36,6 +37,16 @@ _FLAG: typing.Final = operator.attrgetter("flag")
 _IS_RESPONSE: typing.Final = FLAG_RESPONSE.__and__
 
 Reply = RemotingCommand | None | Awaitable[RemotingCommand | None]
+
+ANSWER_EVERY: typing.Final = 128
+"""A received chunk's answers are written after each this many of its requests.
+
+A pipelining peer sends more as answers come back. One write for a whole chunk (up to
+256 KiB, over 300 small sends) left that peer idle until the broker had served all of
+it, then the broker idle until the peer had sent more: both sides sat at 60-80% of a
+core. Writing every 128 requests keeps them busy at once: pipelined 100 B sends went
+from 72-105k to 107-126k msgs/s (``rocketkube bench broker``, window 512), for a few more
+``write`` calls."""
 
 
 class _Held:
@@ -126,8 +137,12 @@ class Connection(asyncio.Protocol):
                         requests.append(cmd)
             if len(requests) == 1:
                 self._serve(requests[0])
-            elif requests:
+            elif len(requests) <= ANSWER_EVERY:
                 self._serve_many(requests)
+            else:
+                for start in range(0, len(requests), ANSWER_EVERY):
+                    self._serve_many(requests[start : start + ANSWER_EVERY])
+                    self._flush()
         finally:
             self._batching = False
             self._flush()
