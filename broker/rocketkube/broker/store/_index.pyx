@@ -21,6 +21,11 @@ cdef int _PAGE_SHIFT = 12
 cdef int _ENTRY_SIZE = 20
 
 
+cdef inline long long _slot_pos(long long key_hash, long long slot_num) noexcept nogil:
+    """The byte position of a key's slot in the table (Python's ``%``: never negative)."""
+    return ((key_hash % slot_num + slot_num) % slot_num) * 4
+
+
 cdef inline long long _int32(long long v) except? -1:
     if v < -2147483648 or v > 2147483647:
         raise _struct_error(f"int32 field out of range: {v}")
@@ -50,13 +55,12 @@ def put_many(index_file, list entries, Py_ssize_t start):
             # cache and TLB miss. Asked for together first, the misses overlap instead of
             # each stalling the loop below in turn.
             for i in range(start, stop):
-                key_hash = (<tuple>entries[i])[0]
-                slot_pos = ((key_hash % slot_num + slot_num) % slot_num) * 4
+                slot_pos = _slot_pos((<tuple>entries[i])[0], slot_num)
                 if base + slot_pos + 4 <= slots.len:
                     __builtin_prefetch(<unsigned char *>slots.buf + base + slot_pos, 1, 3)
             while at < stop and number < limit:
                 key_hash, phys, store_ts = <tuple>entries[at]
-                slot_pos = ((key_hash % slot_num + slot_num) % slot_num) * 4  # Python's %
+                slot_pos = _slot_pos(key_hash, slot_num)
                 if base + slot_pos + 4 > slots.len:
                     raise _struct_error("slot out of the table")
                 head = _get32(<unsigned char *>slots.buf + base + slot_pos)

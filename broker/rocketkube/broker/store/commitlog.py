@@ -19,7 +19,6 @@ bytes and offsets.
 
 from __future__ import annotations
 
-import errno
 import logging
 import typing
 from collections.abc import Callable, Iterator, Sequence
@@ -127,7 +126,6 @@ class CommitLog:
         self.last_store_timestamp = 0
         """Store time of the last appended record."""
         self._topics: dict[str, bytes] = {}
-        self._populate = True  # off once the kernel says MADV_POPULATE_WRITE is unknown
         self._populator = populate.AheadPopulator()
         """Maps the pages ahead of the writer, in a worker thread."""
         self._encode_run = compiled_encode_run() or self.encode_run
@@ -217,15 +215,11 @@ class CommitLog:
         except OSError as exc:
             _log.error("cannot create a commit log segment: %s", exc)
             return model.PutStatus.CREATE_MAPPED_FILE_FAILED, str(exc), []
-        if self._populate:
-            try:
-                self._populator.ensure(mapped, mapped.wrote + total)
-            except OSError as exc:
-                if exc.errno == errno.EINVAL:
-                    self._populate = False
-                else:
-                    _log.error("cannot reserve commit log pages: %s", exc)
-                    return model.PutStatus.SERVICE_NOT_AVAILABLE, f"disk: {exc}", []
+        try:
+            self._populator.ensure(mapped, mapped.wrote + total)
+        except OSError as exc:
+            _log.error("cannot reserve commit log pages: %s", exc)
+            return model.PutStatus.SERVICE_NOT_AVAILABLE, f"disk: {exc}", []
         pos, appended = self._encode_run(
             mapped.mm, mapped.wrote, mapped.start, messages, self._topics, self.queue_offsets,
             self.store_host, self.host_hex, now, model.AppendResult,

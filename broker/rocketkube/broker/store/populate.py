@@ -14,12 +14,15 @@ the interpreter lock, so the worker runs on another core meanwhile::
 
 The writer populates in line only what the worker has not reached (its first pages, or
 when it outruns the worker), so errors are the writer's: a full disk is an ``OSError`` of
-that call, reported with the send that needed the pages, never lost in the thread.
+that call, reported with the send that needed the pages, never lost in the thread. A
+kernel without ``MADV_POPULATE_WRITE`` (before Linux 5.14) turns population off for
+good: pages then fault in as they are first written.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import errno
 import logging
 
 from rocketkube.broker.store import mapped_file
@@ -42,7 +45,7 @@ class AheadPopulator:
     run, so nothing closes it under the thread.
     """
 
-    __slots__ = ("_ahead", "_executor", "_file", "_future", "_low_water")
+    __slots__ = ("_ahead", "_executor", "_file", "_future", "_low_water", "_supported")
 
     def __init__(self, ahead: int = AHEAD, low_water: int = LOW_WATER) -> None:
         if not 0 < low_water <= ahead:
@@ -52,6 +55,8 @@ class AheadPopulator:
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._future: concurrent.futures.Future[None] | None = None
         self._file: mapped_file.MappedFile | None = None
+        self._supported = True
+        """False once the kernel said EINVAL: nothing is populated from then on."""
 
     @property
     def busy(self) -> bool:
@@ -61,13 +66,23 @@ class AheadPopulator:
     def ensure(self, mapped: mapped_file.MappedFile, end: int) -> None:
         """Have ``mapped``'s pages up to file position ``end`` populated before returning,
         and the worker started on the next stretch when due. Raises ``OSError`` of the
-        in-line call (EINVAL: the kernel lacks ``MADV_POPULATE_WRITE``)."""
+        in-line call, except EINVAL (the kernel lacks ``MADV_POPULATE_WRITE``), which
+        turns population off."""
+        if not self._supported:
+            return
         if self._future is not None and (
             end > mapped.populated or self._file is not mapped or self._future.done()
         ):
             self.settle()
         if end > mapped.populated:
-            mapped.populate(end)
+            try:
+                mapped.populate(end)
+            except OSError as exc:
+                if exc.errno != errno.EINVAL:
+                    raise
+                _log.info("the kernel lacks MADV_POPULATE_WRITE: pages fault in as written")
+                self._supported = False
+                return
         if (
             self._future is None
             and mapped.populated < mapped.size
