@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import itertools
 import struct
@@ -11,7 +12,14 @@ from unittest import mock
 
 import pytest
 
-from rocketkube.broker.store import InnerMessage, MessageStore, PutStatus, StoreConfig, mapped_file
+from rocketkube.broker.store import (
+    InnerMessage,
+    MessageStore,
+    PutStatus,
+    StoreConfig,
+    commitlog,
+    mapped_file,
+)
 from rocketkube.common.message import ids, record
 
 MakeMessage = Callable[..., InnerMessage]
@@ -156,3 +164,55 @@ def test_page_reservation_failure_is_a_status(
     monkeypatch.setattr(mapped_file.MappedFile, "populate", mock.Mock(side_effect=old_kernel))
     assert store.put_message(msg()).ok  # unsupported: plain page faults from now on
     assert store.put_message(msg()).ok
+
+
+def test_an_integer_out_of_its_record_field_is_illegal_and_takes_nothing(
+    open_store: OpenStore, msg: MakeMessage
+) -> None:
+    store = open_store()
+    assert store.put_message(msg(b"first")).appended[0].queue_offset == 0
+    end = store.commit_log_max_offset
+    for field, value in [("flag", 1 << 31), ("reconsume_times", -(1 << 31) - 1),
+                         ("sys_flag", 1 << 40), ("born_timestamp", 1 << 63),
+                         ("prepared_transaction_offset", -(1 << 63) - 1)]:  # fmt: skip
+        bad = dataclasses.replace(msg(b"bad"), **{field: value})  # type: ignore[arg-type]
+        result = store.put_messages([msg(b"good"), bad])
+        assert result.status is PutStatus.MESSAGE_ILLEGAL
+        assert field in result.error
+        assert store.commit_log_max_offset == end
+        assert store.max_offset("TopicA", 0) == 1
+    assert store.put_message(msg(b"second")).appended[0].queue_offset == 1
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("flag", 1 << 31), ("born_timestamp", 1 << 64), ("queue_id", -(1 << 40))]
+)
+def test_a_run_that_fails_to_encode_takes_no_offset_and_leaves_no_record(
+    open_store: OpenStore,
+    msg: MakeMessage,
+    monkeypatch: pytest.MonkeyPatch,
+    field: str,
+    value: int,
+) -> None:
+    """Should a message pass validation and still fail to encode, the run is undone: the
+    records written before it are zeroed (a crash recovery cannot find them) and no queue
+    offset is taken, with the compiled loop as with the Python one."""
+    monkeypatch.setattr(commitlog, "_out_of_range", lambda _message: "")
+    monkeypatch.setattr(commitlog, "compiled_records_size", lambda: None)
+    store = open_store()
+    store.put_message(msg(b"first"))
+    end = store.commit_log_max_offset
+    bad = dataclasses.replace(msg(b"bad", topic="TopicC"), **{field: value})  # type: ignore[arg-type]
+    run = [msg(b"a"), msg(b"b", queue_id=1), msg(b"c", topic="TopicB"), bad]
+    result = store.put_messages(run)
+    assert result.status is PutStatus.MESSAGE_ILLEGAL
+    assert store.commit_log_max_offset == end
+    assert store.put_message(msg(b"next")).appended[0].queue_offset == 1
+    assert store.put_message(msg(b"new", queue_id=1)).appended[0].queue_offset == 0
+    assert store.put_message(msg(b"new", topic="TopicB")).appended[0].queue_offset == 0
+    store.close_abruptly()  # a crash: recovery scans the log for records
+    store = open_store()
+    found = store.get_messages("TopicA", 0, 0, 32)
+    assert [m.body for m in record.decode_all(found.body())] == [b"first", b"next"]
+    assert store.max_offset("TopicB", 0) == 1
+    assert store.max_offset("TopicC", 0) == 0

@@ -9,6 +9,7 @@ comparison is skipped, and ``test_the_build_compiled_it`` says why.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from pathlib import Path
 
@@ -176,3 +177,9 @@ def test_records_are_sized_as_validate_sizes_them(config: StoreConfig, tmp_path:
     props = [InnerMessage("A", 0, b"x", b"p" * 32768)]
     assert size(props, log._topics, log._fixed_size, log.max_body_size) == -1
     assert log._validate(props)[0] == -2  # the loop decides, as before
+    for field, value, bits in [("flag", 1 << 31, 32), ("queue_id", -(1 << 31) - 1, 32),
+                               ("born_timestamp", 1 << 63, 64),
+                               ("reconsume_times", 1 << 31, 32)]:  # fmt: skip
+        wide = [dataclasses.replace(messages[0], **{field: value})]  # type: ignore[arg-type]
+        assert size(wide, log._topics, log._fixed_size, log.max_body_size) == -1
+        assert log._validate(wide) == (-1, f"{field} {value} is not a {bits}-bit integer")

@@ -55,6 +55,11 @@ DEF MAX_ENTRIES = 64
 cdef int _MULTI_TAGS = 0x2
 
 
+cdef inline bint _int32(long long value) noexcept:
+    """``value`` fits a Java int (a send header's integers but ``bornTimestamp``)."""
+    return -2147483648 <= value <= 2147483647
+
+
 cdef bint _plain_int(object text, long long *out):
     """``text`` is a str of ``-?[0-9]{1,18}``: its value in ``out``."""
     cdef Py_ssize_t n, i = 0
@@ -215,11 +220,13 @@ cdef object _plain(
             and _plain_int(_field(found, 6), &born_timestamp)
             and _plain_int(_field(found, 7), &flag)):
         return None
+    if not (_int32(scratch) and _int32(queue_id) and _int32(sys_flag) and _int32(flag)):
+        return None  # out of a Java int: the Python path refuses it, naming the field
     text = _field(found, 9)
-    if text and not _plain_int(text, &reconsume):
+    if text and not (_plain_int(text, &reconsume) and _int32(reconsume)):
         return None
     text = _field(found, 11)
-    if text and not _plain_int(text, &scratch):
+    if text and not (_plain_int(text, &scratch) and _int32(scratch)):
         return None
     text = _field(found, 12)
     if text:

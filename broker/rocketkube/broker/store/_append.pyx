@@ -10,6 +10,7 @@ C compiler are there; without it the store runs the Python loop.
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_FromStringAndSize
 from libc.string cimport memcpy, memset
 
@@ -116,6 +117,7 @@ def encode_run(
     cdef long long offsets[CACHED_QUEUES]
     cdef bint known[CACHED_QUEUES]
     cdef Py_ssize_t q
+    cdef list undo = []  # (key, its next offset before the run or None), first touches
     memset(known, 0, sizeof(known))
     if hex_len > 40:
         raise ValueError("store host too long")
@@ -150,7 +152,9 @@ def encode_run(
                 q = queue_id
                 if not known[q]:
                     key = (topic_name, queue_id)
-                    offsets[q] = queue_offsets.get(key, 0)
+                    before = queue_offsets.get(key)
+                    undo.append((key, before))
+                    offsets[q] = 0 if before is None else before
                     known[q] = True
                     queue_offsets[key] = offsets[q]  # a new key goes in where it would
                 queue_offset = offsets[q]
@@ -159,7 +163,9 @@ def encode_run(
                 _write_back(queue_offsets, cached_topic, offsets, known)
                 cached_topic = None
                 key = (topic_name, queue_id)
-                queue_offset = queue_offsets.get(key, 0)
+                before = queue_offsets.get(key)
+                undo.append((key, before))
+                queue_offset = 0 if before is None else before
                 queue_offsets[key] = queue_offset + 1
             topic = topics[topic_name]
             born_len = len(born)
@@ -220,20 +226,53 @@ def encode_run(
             set_item(result, 4, now)
             appended.append(result)
             pos += size
-    finally:
         _write_back(queue_offsets, cached_topic, offsets, known)
+    except BaseException:
+        # A message that cannot be encoded: the run takes no queue offset (see the Python
+        # loop); the records written before it are the caller's to discard.
+        for key, before in reversed(undo):
+            if before is None:
+                queue_offsets.pop(key, None)
+            else:
+                queue_offsets[key] = before
+        raise
+    finally:
         PyBuffer_Release(&out)
     return pos, appended
 
 
 
+cdef inline bint _fits(object value, long long low, long long high):
+    """``value`` is an int within ``[low, high]``."""
+    cdef int overflow = 0
+    cdef long long v
+    if type(value) is not int:
+        return False
+    v = PyLong_AsLongLongAndOverflow(value, &overflow)
+    return overflow == 0 and low <= v <= high
+
+
+DEF INT_MIN = -2147483648
+DEF INT_MAX = 2147483647
+DEF LONG_MIN = -9223372036854775807 - 1
+DEF LONG_MAX = 9223372036854775807
+
+
 def records_size(messages, dict topics, Py_ssize_t fixed, Py_ssize_t max_body):
     """The total size of ``messages``' records when each is storable as ``_validate``
     checks (its topic's UTF-8 already in ``topics``, the body and the properties within
-    their limits); -1 for anything else, which ``CommitLog._validate`` then decides."""
+    their limits, its integers within their record fields); -1 for anything else, which
+    ``CommitLog._validate`` then decides."""
     cdef Py_ssize_t total = 0, body_len, props_len
     for message in messages:
         if type(message) is not _MESSAGE.cls:
+            return -1
+        if not (_fits(_MESSAGE.get(message, 1), INT_MIN, INT_MAX)
+                and _fits(_MESSAGE.get(message, 4), INT_MIN, INT_MAX)
+                and _fits(_MESSAGE.get(message, 5), INT_MIN, INT_MAX)
+                and _fits(_MESSAGE.get(message, 8), INT_MIN, INT_MAX)
+                and _fits(_MESSAGE.get(message, 6), LONG_MIN, LONG_MAX)
+                and _fits(_MESSAGE.get(message, 9), LONG_MIN, LONG_MAX)):
             return -1
         topic = topics.get(_MESSAGE.get(message, 0))
         if topic is None:

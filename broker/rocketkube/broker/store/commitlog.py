@@ -12,7 +12,10 @@ segment start + position. A segment ends with an 8-byte blank filler when the ne
 
 Appending assigns each message its queue offset from the ``(topic, queueId) -> next
 offset`` table (PREPARED and ROLLBACK transaction parts get 0 and do not advance it), stamps
-the store time, and packs the record straight into the mapping. Nothing here flushes
+the store time, and packs the record straight into the mapping. A run is all or
+nothing: a message whose fields a record cannot hold is refused before any offset is
+taken, and a run that still fails to encode takes no queue offset and leaves zeros, not
+records, where it was written. Nothing here flushes
 (``flush``), dispatches (``dispatch``) or recovers (``recovery``); this module only knows
 bytes and offsets.
 """
@@ -20,6 +23,7 @@ bytes and offsets.
 from __future__ import annotations
 
 import logging
+import struct
 import typing
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeAlias
@@ -60,6 +64,26 @@ def compiled_records_size() -> RecordsSize | None:
 
 
 RecordsSize: TypeAlias = Callable[[Sequence[model.InnerMessage], dict[str, bytes], int, int], int]
+
+
+_INT_FIELDS = ("queue_id", "flag", "sys_flag", "reconsume_times")
+_LONG_FIELDS = ("born_timestamp", "prepared_transaction_offset")
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _out_of_range(message: model.InnerMessage) -> str:
+    """Why a record cannot hold ``message``'s integers (a record's int32 and int64
+    fields), or "" when it can; checked before a run takes any queue offset."""
+    for name in _INT_FIELDS:
+        value = getattr(message, name)
+        if not isinstance(value, int) or not _INT_MIN <= value <= _INT_MAX:
+            return f"{name} {value!r} is not a 32-bit integer"
+    for name in _LONG_FIELDS:
+        value = getattr(message, name)
+        if not isinstance(value, int) or not _LONG_MIN <= value <= _LONG_MAX:
+            return f"{name} {value!r} is not a 64-bit integer"
+    return ""
 
 
 class Scan:
@@ -181,6 +205,9 @@ class CommitLog:
             props_len = len(message.properties)
             if props_len > record.MAX_PROPERTIES_SIZE:
                 return -2, f"properties of {props_len} bytes exceed 32767"
+            problem = _out_of_range(message)
+            if problem:
+                return -1, problem
             total += fixed + len(message.born_host) + body_len + len(topic) + props_len
         if total + _BLANK_RESERVE > self.file_size:
             return -1, f"{total} bytes of records do not fit a {self.file_size}-byte segment"
@@ -220,10 +247,19 @@ class CommitLog:
         except OSError as exc:
             _log.error("cannot reserve commit log pages: %s", exc)
             return model.PutStatus.SERVICE_NOT_AVAILABLE, f"disk: {exc}", []
-        pos, appended = self._encode_run(
-            mapped.mm, mapped.wrote, mapped.start, messages, self._topics, self.queue_offsets,
-            self.store_host, self.host_hex, now, model.AppendResult,
-        )  # fmt: skip
+        try:
+            pos, appended = self._encode_run(
+                mapped.mm, mapped.wrote, mapped.start, messages, self._topics,
+                self.queue_offsets, self.store_host, self.host_hex, now, model.AppendResult,
+            )  # fmt: skip
+        except (struct.error, OverflowError, ValueError, TypeError, KeyError) as exc:
+            # _validate lets nothing through that cannot be encoded; should a message still
+            # fail, the run is not stored: no queue offset taken (encode_run leaves the table
+            # as it was), and the records already written are zeroed, so that no recovery
+            # can find them.
+            mapped.mm[mapped.wrote : mapped.wrote + total] = bytes(total)
+            _log.error("a run of %d messages could not be encoded: %r", len(messages), exc)
+            return model.PutStatus.MESSAGE_ILLEGAL, f"message not encodable: {exc}", []
         mapped.wrote = pos
         self.last_store_timestamp = now
         return model.PutStatus.PUT_OK, "", appended
@@ -244,11 +280,17 @@ class CommitLog:
         """Write ``messages`` as records from ``mm[pos]`` (log offset ``base + pos``): the
         end position and each one's result. ``topics`` holds each topic's UTF-8; each
         ``(topic, queueId)`` gets and advances its next queue offset (PREPARED and
-        ROLLBACK transaction parts get 0 and do not advance it)."""
+        ROLLBACK transaction parts get 0 and do not advance it).
+
+        All or nothing for ``queue_offsets``: a message that cannot be encoded raises
+        (``struct.error``, ``OverflowError``, ...) with the table as it was before the run;
+        the bytes already written are the caller's to discard."""
         encode_into = record.encode_into
         appended: list[model.AppendResult] = []
         add = appended.append
         new = tuple.__new__
+        taken: dict[tuple[str, int], int] = {}
+        """Next queue offsets of the run, into ``queue_offsets`` once every record is written."""
         for message in messages:
             sys_flag = message.sys_flag
             tx = sys_flag & _TX_MASK
@@ -256,8 +298,10 @@ class CommitLog:
                 queue_offset = 0
             else:
                 key = (message.topic, message.queue_id)
-                queue_offset = queue_offsets.get(key, 0)
-                queue_offsets[key] = queue_offset + 1
+                queue_offset = taken.get(key, -1)
+                if queue_offset < 0:
+                    queue_offset = queue_offsets.get(key, 0)
+                taken[key] = queue_offset + 1
             phys = base + pos
             size = encode_into(
                 mm,
@@ -280,6 +324,7 @@ class CommitLog:
             # Without AppendResult's __new__, a Python function (0.1 us a message).
             add(new(result, (phys, size, queue_offset, f"{host_hex}{phys:016X}", now)))
             pos += size
+        queue_offsets.update(taken)
         return pos, appended
 
     def append_replica(self, offset: int, data: bytes | bytearray | memoryview) -> None:

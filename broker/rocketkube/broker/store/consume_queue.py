@@ -20,6 +20,7 @@ The tags code is the Java hash of TAGS, or for the schedule topic the delivery t
 from __future__ import annotations
 
 import logging
+import mmap
 import shutil
 import struct
 from collections.abc import Callable, Iterator
@@ -36,6 +37,23 @@ ENTRY: Final = struct.Struct(">qiq")
 UNIT: Final = settings.CQ_ENTRY_SIZE
 BLANK_SIZE: Final = 0x7FFFFFFF
 _BLANK: Final = ENTRY.pack(0, BLANK_SIZE, 0)
+
+
+def _first_real(view: mmap.mmap, index: int, end: int) -> int:
+    """Index of the first entry in ``[index, end)`` that is not blank, else ``end``.
+
+    Runs of blanks (a back-filled queue start holds up to a file of them) are compared a
+    growing number of entries at a time, so a long run costs a few memory comparisons."""
+    step = 16
+    while index < end:
+        count = min(step, end - index)
+        if view[index * UNIT : (index + count) * UNIT] != _BLANK * count:
+            for at in range(index, index + count):
+                if view[at * UNIT : (at + 1) * UNIT] != _BLANK:
+                    return at
+        index += count
+        step = min(step * 2, 1 << 14)
+    return end
 
 
 class ConsumeQueue:
@@ -175,23 +193,36 @@ class ConsumeQueue:
     # -- recovery and retention ------------------------------------------------------------
 
     def _search(self, mapped: mapped_file.MappedFile, drop: Callable[[int, int], bool]) -> int:
-        """First entry index in ``mapped`` for which ``drop(phys, size)`` holds (monotone)."""
+        """First entry index in ``mapped`` from which ``drop(phys, size)`` holds.
+
+        ``drop`` is monotone over the entries that are not blank (false, then true); a
+        blank entry has no commit log offset of its own and counts as the first entry
+        that is not blank after it (false when there is none). Blanks therefore never
+        end a search early: a hole left in the middle of a queue cannot move its start
+        or end past the real entries around it.
+        """
         view = mapped.mm
-        low, high = 0, mapped.wrote // UNIT
+        count = mapped.wrote // UNIT
+        low, high = 0, count
         while low < high:
             middle = (low + high) // 2
-            phys, size, _tags = ENTRY.unpack_from(view, middle * UNIT)
-            if drop(phys, size):
-                high = middle
-            else:
-                low = middle + 1
+            real = _first_real(view, middle, high)
+            if real < high:
+                phys, size, _tags = ENTRY.unpack_from(view, real * UNIT)
+                if not drop(phys, size):
+                    low = real + 1
+                    continue
+            elif high == count:  # only blanks up to the end: nothing to drop there
+                low = high
+                continue
+            high = middle  # middle..high are blanks before, or at, an entry to drop
         return low
 
     def truncate_from(self, limit: int) -> None:
         """Drop never-written entries and entries of commit log offset >= ``limit``."""
 
         def drop(phys: int, size: int) -> bool:
-            return size == 0 or (size != BLANK_SIZE and phys >= limit)
+            return size == 0 or phys >= limit
 
         files = self.files.files
         for index in range(len(files) - 1, -1, -1):
@@ -206,12 +237,13 @@ class ConsumeQueue:
     def correct_min_offset(self, min_phys: int) -> None:
         """Set the min offset to the first real entry at or past commit log ``min_phys``."""
 
-        def drop(phys: int, size: int) -> bool:
-            return size != BLANK_SIZE and phys >= min_phys
+        def drop(phys: int, _size: int) -> bool:
+            return phys >= min_phys
 
         for mapped in self.files:
-            first = self._search(mapped, drop)
-            if first * UNIT < mapped.wrote:
+            count = mapped.wrote // UNIT
+            first = _first_real(mapped.mm, self._search(mapped, drop), count)
+            if first < count:
                 self.min_logic = mapped.start + first * UNIT
                 return
         self.min_logic = self.files.max_offset

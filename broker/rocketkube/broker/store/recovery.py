@@ -17,6 +17,17 @@ clean shutdown) and the checkpoint::
 
 Both end by rebuilding the ``(topic, queueId) -> next offset`` table from the consume
 queues' max offsets and moving each queue's min offset past deleted log segments.
+
+What holds after recovery, whatever was found on disk:
+
+- the commit log ends at its last valid record (or at the end of a segment closed by its
+  blank filler); nothing after it is read as a record;
+- every consume queue entry points below that end, and no never-written entry is
+  counted; a queue's next offset is its last entry's plus one;
+- a queue's readable start is its first real entry at or past the log's oldest record:
+  blank entries (a back-filled start, or a hole an older version left for a send it
+  failed) count as the real entry after them, so no hole moves the start or the end of
+  a queue past the acknowledged messages around it (``ConsumeQueue._search``).
 """
 
 from __future__ import annotations

@@ -61,6 +61,11 @@ _V1_KEYS: Final = (
 _V2_KEYS: Final = tuple("abcdefghijklm")
 _REQUIRED: Final = 8
 _INT_FIELDS: Final = frozenset({3, 4, 5, 6, 7, 9, 11})
+_LONG_FIELD: Final = 6  # bornTimestamp is a Java long, the other integers Java ints
+_INT_MIN: Final = -(1 << 31)
+_INT_MAX: Final = (1 << 31) - 1
+_LONG_MIN: Final = -(1 << 63)
+_LONG_MAX: Final = (1 << 63) - 1
 
 
 class SendFields(NamedTuple):
@@ -89,7 +94,11 @@ _new_fields = tuple.__new__
 
 
 def parse_send_header(ext: Mapping[str, str], *, v2: bool) -> SendFields:
-    """Read a send request's extFields (V2 short keys or V1 names); HeaderError if bad."""
+    """Read a send request's extFields (V2 short keys or V1 names); HeaderError if bad.
+
+    An integer outside its Java type's range (``int``, ``long`` for ``bornTimestamp``) is
+    as malformed as one that is not a number: Java's header decoding refuses both, and the
+    store could not write it into a record."""
     ka, kb, kc, kd, ke, kf, kg, kh, ki, kj, kk, kl, km = keys = _V2_KEYS if v2 else _V1_KEYS
     get = ext.get
     try:
@@ -97,7 +106,7 @@ def parse_send_header(ext: Mapping[str, str], *, v2: bool) -> SendFields:
         k = get(kk)
         ll = get(kl)
         m = get(km)
-        return _new_fields(
+        fields = _new_fields(
             SendFields,
             (
                 ext[ka],
@@ -116,8 +125,28 @@ def parse_send_header(ext: Mapping[str, str], *, v2: bool) -> SendFields:
             ),
         )
     except (KeyError, ValueError):
-        pass
-    raise _error(ext, keys)
+        raise _error(ext, keys) from None
+    problem = _range_error(fields, keys)
+    if problem is not None:
+        raise problem
+    return fields
+
+
+def _range_error(fields: SendFields, keys: tuple[str, ...]) -> errors.HeaderError | None:
+    """The HeaderError naming the first integer field outside its Java type's range."""
+    integers = (
+        (3, fields.default_topic_queue_nums), (4, fields.queue_id), (5, fields.sys_flag),
+        (6, fields.born_timestamp), (7, fields.flag), (9, fields.reconsume_times),
+        (11, fields.max_reconsume_times),
+    )  # fmt: skip
+    for position, value in integers:
+        low, high = (_LONG_MIN, _LONG_MAX) if position == _LONG_FIELD else (_INT_MIN, _INT_MAX)
+        if value is not None and not low <= value <= high:
+            kind = "long" if position == _LONG_FIELD else "int"
+            return errors.HeaderError(
+                f"the custom field <{keys[position]}> is out of the range of a Java {kind}: {value}"
+            )
+    return None
 
 
 def _error(ext: Mapping[str, str], keys: tuple[str, ...]) -> errors.HeaderError:
