@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -13,6 +14,7 @@ from rocketkube.broker.app import BrokerApp
 from rocketkube.client import ClientStateError, Message, Producer
 from rocketkube.client.lite_pull import LitePullConsumer
 from rocketkube.client.routing import MessageQueue
+from rocketkube.common.message import sysflag
 from rocketkube.common.message.model import MessageExt
 from rocketkube.namesrv.app import NamesrvApp
 
@@ -112,6 +114,23 @@ async def test_tag_filtering(
         got = await _poll_until(consumer, 4)
         assert _bodies(got) == ["a1", "a2", "a3", "c1"]
         assert {m.tags for m in got} == {"TagA", "TagC"}
+
+
+async def test_a_body_inflating_past_the_cap_comes_as_stored_and_the_queue_goes_on(
+    namesrv: NamesrvApp, topic: str, group: str, producer: Producer
+) -> None:
+    huge, fits = b"h" * 20_000, b"f" * 8_000  # both compressed by the producer
+    await _send(producer, topic, [huge.decode(), fits.decode(), "plain"])
+    cap = 10_000
+    async with LitePullConsumer(group, namesrv.address, max_inflated_body_size=cap) as consumer:
+        await consumer.subscribe(topic)
+        got = {m.body[:1]: m for m in await _poll_until(consumer, 3)}
+    assert len(got) == 3
+    stored = got[b"x"]  # a zlib stream starts with 0x78
+    assert sysflag.is_compressed(stored.sys_flag)
+    assert zlib.decompress(stored.body) == huge
+    assert (got[b"f"].body, sysflag.is_compressed(got[b"f"].sys_flag)) == (fits, False)
+    assert got[b"p"].body == b"plain"
 
 
 async def test_commit_then_new_consumer_resumes(

@@ -68,7 +68,33 @@ def test_found_messages_are_inflated_and_refiltered_by_tag() -> None:
     )
     assert result.status is PullStatus.FOUND
     assert [m.body for m in result.messages] == [b"plain", b"inflated"]
+    assert [m.sys_flag for m in result.messages] == [0, 0]  # inflated: no longer compressed
     assert (result.next_begin_offset, result.min_offset, result.max_offset) == (12, 0, 40)
+
+
+@pytest.mark.parametrize(
+    ("body", "flag", "why"),
+    [
+        (zlib.compress(b"x" * 101), sysflag.COMPRESSED_FLAG, "inflates past 100 bytes"),
+        (b"\x00garbage", sysflag.COMPRESSED_FLAG, "no zlib stream"),
+        (b"zstd frame", sysflag.COMPRESSED_FLAG | sysflag.COMPRESSION_ZSTD, "0x200 is not zlib"),
+    ],
+    ids=["over-the-cap", "corrupt", "zstd"],
+)
+def test_a_body_that_cannot_be_inflated_is_handed_over_as_stored(
+    body: bytes, flag: int, why: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    stored = record.encode(topic="Orders", body=body, sys_flag=flag, queue_offset=7)
+    fits = record.encode(
+        topic="Orders", body=zlib.compress(b"y" * 100), sys_flag=sysflag.COMPRESSED_FLAG
+    )
+    result = pull_result(
+        _answer(ResponseCode.SUCCESS, stored + fits), parse_subscription("Orders", "*"), 100
+    )
+    assert [(m.body, m.sys_flag) for m in result.messages] == [(body, flag), (b"y" * 100, 0)]
+    [warning] = caplog.records
+    assert "offset 7 of Orders queue 0 handed over still compressed" in warning.getMessage()
+    assert why in warning.getMessage()
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ Delivery is at least once: tests account for every message id and allow duplicat
 from __future__ import annotations
 
 import asyncio
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from rocketkube.client.listener import ConsumeContext, ConsumeOrderlyStatus, Con
 from rocketkube.client.producer import Producer, select_by_hash
 from rocketkube.client.push_consumer import MessageModel, PushConsumer
 from rocketkube.client.routing import MessageQueue
+from rocketkube.common.message import sysflag
 from rocketkube.common.message.model import Message, MessageExt
 from rocketkube.common.protocol.heartbeat import parse_subscription
 from rocketkube.namesrv.app import NamesrvApp
@@ -321,6 +323,39 @@ async def test_failed_send_back_falls_back_to_a_retry_send(
     assert (again.client_msg_id, again.topic, again.body) == (msg_id, topic, b"fallback")
     assert again.reconsume_times == 1
     assert again.properties["RETRY_TOPIC"] == topic
+
+
+async def test_a_body_left_compressed_goes_back_compressed_through_the_fallback(
+    namesrv: NamesrvApp,
+    start_broker: StartBroker,
+    names: tuple[str, str],
+    producer: Producer,
+    tmp_path: Path,
+) -> None:
+    topic, group = names
+    await start_broker(message_delay_level=FAST_DELAYS)
+    huge = b"h" * 20_000  # compressed by the producer, past the consumer's cap once inflated
+    await _send(producer, topic, [huge.decode()])
+    seen: list[MessageExt] = []
+
+    def listener(messages: list[MessageExt], context: ConsumeContext) -> ConsumeStatus:
+        seen.extend(messages)
+        if len(seen) == 1:
+            messages[0].commit_log_offset = 1 << 40  # the broker cannot find it: 36 fails
+            return ConsumeStatus.RECONSUME_LATER
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = _consumer(
+        namesrv, group, tmp_path, consume_from="first", max_inflated_body_size=10_000
+    )
+    consumer.register_listener(listener)
+    await consumer.subscribe(topic)
+    async with consumer:
+        await wait_until(lambda: len(seen) >= 2, "the message again, through %RETRY%")
+    for delivery in seen[:2]:
+        assert sysflag.is_compressed(delivery.sys_flag)
+        assert zlib.decompress(delivery.body) == huge
+    assert seen[1].reconsume_times == 1
 
 
 async def test_reset_offset_restarts_the_queues(

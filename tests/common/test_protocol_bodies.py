@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 import pytest
 
 from rocketkube.common import errors
@@ -36,7 +38,21 @@ def test_register_body_round_trip(compressed: bool) -> None:
         ),
         ["10.0.0.5:9999"],
     )
-    assert RegisterBrokerBody.decode(body.encode(compressed), compressed=compressed) == body
+    decoded = RegisterBrokerBody.decode(
+        body.encode(compressed), compressed=compressed, max_inflated=1 << 20
+    )
+    assert decoded == body
+
+
+def test_compressed_register_body_past_the_cap_is_refused_not_inflated() -> None:
+    body = RegisterBrokerBody(
+        TopicConfigWrapper(DataVersion(1, 1), {f"T{i}": TopicConfig(f"T{i}") for i in range(50)})
+    )
+    raw = body.encode(compressed=True)
+    inflated = len(zlib.decompress(raw))
+    assert RegisterBrokerBody.decode(raw, compressed=True, max_inflated=inflated) == body
+    with pytest.raises(errors.InflateLimitError, match=f"inflates past {inflated - 1} bytes"):
+        RegisterBrokerBody.decode(raw, compressed=True, max_inflated=inflated - 1)
 
 
 def test_plain_register_body_exact_json() -> None:
@@ -53,7 +69,7 @@ def test_plain_register_body_exact_json() -> None:
 @pytest.mark.parametrize("compressed", [False, True])
 def test_garbage_register_body_is_a_protocol_error(compressed: bool) -> None:
     with pytest.raises(errors.ProtocolError):
-        RegisterBrokerBody.decode(b"\x00\x01garbage", compressed=compressed)
+        RegisterBrokerBody.decode(b"\x00\x01garbage", compressed=compressed, max_inflated=64)
 
 
 def test_cluster_info_and_lists() -> None:

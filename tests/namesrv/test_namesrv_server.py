@@ -11,6 +11,7 @@ import aiohttp
 import pytest
 
 from rocketkube.common import fastjson
+from rocketkube.common import settings as settings_mod
 from rocketkube.common.protocol import namesrv_headers as h
 from rocketkube.common.protocol import route
 from rocketkube.common.protocol.topic_config import (
@@ -138,6 +139,33 @@ async def test_register_with_bad_crc_or_body_is_refused(
     bad.ext_fields["bodyCrc32"] = "0"
     assert (await client.invoke(namesrv.address, bad)).code == ResponseCode.SYSTEM_ERROR
     assert namesrv.routes.broker_addr_table == {}
+
+
+async def test_register_body_inflating_past_the_cap_is_refused_and_serving_goes_on(
+    namesrv_settings: NamesrvSettings, client: RemotingClient
+) -> None:
+    cap = 64 * 1024
+    layers = (namesrv_settings.model_dump(), {"maxRegisterBodyInflatedSize": str(cap)})
+    app = NamesrvApp(settings_mod.build(NamesrvSettings, *layers))
+    await app.start()
+    try:
+        bomb = register_request("10.0.0.1:10911", compressed=True)
+        bomb.body = zlib.compress(bytes(cap + 1), 9)  # 85 bytes, inflating one past the cap
+        bomb.ext_fields["bodyCrc32"] = str(zlib.crc32(bomb.body) & 0x7FFFFFFF)
+        refused = await client.invoke(app.address, bomb)
+        assert refused.code == ResponseCode.SYSTEM_ERROR
+        assert refused.remark == (
+            f"register body inflates past {cap} bytes (maxRegisterBodyInflatedSize)"
+        )
+        assert app.routes.broker_addr_table == {}
+
+        fine = register_request("10.0.0.1:10911", topics=(TopicConfig("Z", 2, 3, 6),),
+                                compressed=True)  # fmt: skip
+        assert (await client.invoke(app.address, fine)).code == ResponseCode.SUCCESS
+        z = await call(client, app, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Z"})
+        assert route.TopicRouteData.decode(z.body).queue_datas[0].write_queue_nums == 3
+    finally:
+        await app.stop()
 
 
 async def test_unregister_removes_broker_and_routes(

@@ -51,6 +51,9 @@ class BrokerSettings(BaseModel):
     )
     ha_send_heartbeat_interval: int = Field(5_000, alias="haSendHeartbeatInterval", gt=0)
     ha_housekeeping_interval: int = Field(20_000, alias="haHousekeepingInterval", gt=0)
+    ha_reconnect_interval: int = Field(
+        5_000, alias="haReconnectInterval", gt=0, description="a slave's retry of its master, ms"
+    )
     ha_transfer_batch_size: int = Field(32 * 1024, alias="haTransferBatchSize", gt=0)
     ha_slave_fallbehind_max: int = Field(256 * 1024 * 1024, alias="haSlaveFallbehindMax", gt=0)
     slave_timeout: int = Field(

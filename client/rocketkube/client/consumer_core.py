@@ -25,7 +25,13 @@ from typing import Final, Literal
 
 from rocketkube.client import errors as client_errors
 from rocketkube.client import routing
-from rocketkube.client.pull import PULL_ANSWERS, PullResult, pull_header, pull_result
+from rocketkube.client.pull import (
+    DEFAULT_MAX_INFLATED_BODY_SIZE,
+    PULL_ANSWERS,
+    PullResult,
+    pull_header,
+    pull_result,
+)
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common import errors
 from rocketkube.common.protocol import admin_bodies, permission
@@ -109,7 +115,8 @@ class ConsumerCore:
     """One consumer group's connections and wire calls (see the module docstring).
 
     ``handler`` serves the requests brokers send on the same connections (a push
-    consumer's NOTIFY_CONSUMER_IDS_CHANGED, RESET_CONSUMER_CLIENT_OFFSET).
+    consumer's NOTIFY_CONSUMER_IDS_CHANGED, RESET_CONSUMER_CLIENT_OFFSET). Pulled bodies
+    are inflated up to ``max_inflated_body_size`` bytes (:mod:`rocketkube.client.pull`).
     """
 
     def __init__(
@@ -120,11 +127,13 @@ class ConsumerCore:
         *,
         request_timeout: float,
         handler: RequestHandler | None = None,
+        max_inflated_body_size: int = DEFAULT_MAX_INFLATED_BODY_SIZE,
     ) -> None:
         self.group = group
         self.namesrv_addrs = namesrv_addrs
         self.client_id = client_id
         self.request_timeout = request_timeout
+        self.max_inflated_body_size = max_inflated_body_size
         self.client = RemotingClient(
             handler, connect_timeout=request_timeout, timeout=request_timeout
         )
@@ -271,7 +280,7 @@ class ConsumerCore:
             timeout=suspend + self.request_timeout + (_RPC_MARGIN if suspend > 0 else 0.0),
         )
         self._follow(queue, response.ext_fields.get("suggestWhichBrokerId"))
-        return pull_result(response, subscription)
+        return pull_result(response, subscription, self.max_inflated_body_size)
 
     async def _pull_addr(self, queue: MessageQueue) -> tuple[str, bool]:
         """Where to pull ``queue`` from, and whether that is a slave."""

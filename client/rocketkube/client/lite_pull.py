@@ -40,6 +40,7 @@ from rocketkube.client.consumer_core import (
     make_client_id,
 )
 from rocketkube.client.lifecycle import AsyncLifecycle
+from rocketkube.client.pull import DEFAULT_MAX_INFLATED_BODY_SIZE
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common import errors
 from rocketkube.common.message.model import MessageExt
@@ -83,7 +84,9 @@ class LitePullConsumer(AsyncLifecycle):
     ``maxMsgNums`` of each pull; ``poll_timeout`` the default of :meth:`poll` (seconds);
     ``suspend_timeout`` the longest long-poll the broker is asked to hold (seconds);
     ``request_timeout`` bounds every other request. ``consume_timestamp_ms`` (epoch ms) is
-    required with ``consume_from_where="timestamp"``.
+    required with ``consume_from_where="timestamp"``. A compressed body is inflated up to
+    ``max_inflated_body_size`` bytes; one that inflates further is returned as stored (see
+    :mod:`rocketkube.client.pull`).
 
     Use ``async with LitePullConsumer(...) as consumer:`` or :meth:`start` and
     :meth:`close`. :meth:`poll` is not meant to be called concurrently with itself.
@@ -103,6 +106,7 @@ class LitePullConsumer(AsyncLifecycle):
         suspend_timeout: float = 1.0,
         request_timeout: float = 3.0,
         client_ip: str = "127.0.0.1",
+        max_inflated_body_size: int = DEFAULT_MAX_INFLATED_BODY_SIZE,
     ) -> None:
         if consume_from_where not in FROM_WHERE:
             raise ValueError(f"consume_from_where must be one of {sorted(FROM_WHERE)}")
@@ -110,6 +114,8 @@ class LitePullConsumer(AsyncLifecycle):
             raise ValueError('consume_from_where="timestamp" needs consume_timestamp_ms')
         if pull_batch_size < 1:
             raise ValueError("pull_batch_size must be positive")
+        if max_inflated_body_size < 1:
+            raise ValueError("max_inflated_body_size must be positive")
         self.group = group
         self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
         self.auto_commit = auto_commit
@@ -120,6 +126,7 @@ class LitePullConsumer(AsyncLifecycle):
         self.poll_timeout = poll_timeout
         self.suspend_timeout = suspend_timeout
         self.request_timeout = request_timeout
+        self.max_inflated_body_size = max_inflated_body_size
         self.client_id = make_client_id(client_ip)
         self._core: ConsumerCore | None = None
         self._closed = False
@@ -151,6 +158,7 @@ class LitePullConsumer(AsyncLifecycle):
             self.client_id,
             request_timeout=self.request_timeout,
             handler=self,
+            max_inflated_body_size=self.max_inflated_body_size,
         )
         for topic in list(self._subscriptions):
             await self._route_or_wait(topic)

@@ -64,6 +64,7 @@ from rocketkube.client.listener import (
 )
 from rocketkube.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
 from rocketkube.client.process_queue import ProcessQueue
+from rocketkube.client.pull import DEFAULT_MAX_INFLATED_BODY_SIZE
 from rocketkube.client.push_running_info import push_running_info
 from rocketkube.client.routing import MessageQueue
 from rocketkube.client.send_back import restore_topics, send_back
@@ -113,7 +114,9 @@ class PushConsumer(AsyncLifecycle):
     :meth:`subscribe` before :meth:`start`; then ``async with PushConsumer(...)`` runs it.
     Times are seconds. ``instance_name`` names this client (``ip@instance``); by default
     every consumer object is its own group member. Broadcasting offsets go to
-    ``offset_store_dir/<ip>@<instance or DEFAULT>/<group>/offsets.json``.
+    ``offset_store_dir/<ip>@<instance or DEFAULT>/<group>/offsets.json``. A compressed
+    body is inflated up to ``max_inflated_body_size`` bytes; one that inflates further
+    reaches the listener as stored (see :mod:`rocketkube.client.pull`).
     """
 
     def __init__(
@@ -144,6 +147,7 @@ class PushConsumer(AsyncLifecycle):
         client_ip: str = "127.0.0.1",
         instance_name: str | None = None,
         offset_store_dir: Path | str | None = None,
+        max_inflated_body_size: int = DEFAULT_MAX_INFLATED_BODY_SIZE,
     ) -> None:
         if consume_from not in FROM_WHERE:
             raise ValueError(f"consume_from must be one of {sorted(FROM_WHERE)}")
@@ -154,6 +158,7 @@ class PushConsumer(AsyncLifecycle):
             ("consume_batch_size", consume_batch_size),
             ("pull_batch_size", pull_batch_size),
             ("pull_threshold_for_queue", pull_threshold_for_queue),
+            ("max_inflated_body_size", max_inflated_body_size),
         ):
             if value < 1:
                 raise ValueError(f"{name} must be positive")
@@ -179,6 +184,7 @@ class PushConsumer(AsyncLifecycle):
         self.pull_error_delay = pull_error_delay
         self.shutdown_timeout = shutdown_timeout
         self.request_timeout = request_timeout
+        self.max_inflated_body_size = max_inflated_body_size
         self.client_id = make_client_id(client_ip, instance_name)
         base = Path(offset_store_dir) if offset_store_dir else DEFAULT_OFFSET_STORE_DIR
         self.offset_file = (
@@ -262,6 +268,7 @@ class PushConsumer(AsyncLifecycle):
             self.client_id,
             request_timeout=self.request_timeout,
             handler=self,
+            max_inflated_body_size=self.max_inflated_body_size,
         )
         store: OffsetStore = (
             RemoteOffsetStore(core) if self.clustering else LocalFileOffsetStore(self.offset_file)

@@ -23,6 +23,7 @@ from rocketkube.client.consumer_core import ConsumerCore, retry_topic
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common import errors
 from rocketkube.common.message import properties as props
+from rocketkube.common.message import sysflag
 from rocketkube.common.message.model import MessageExt
 from rocketkube.common.protocol.consumer_headers import ConsumerSendMsgBackRequestHeader
 from rocketkube.common.protocol.send_headers import SendMessageRequestHeaderV2
@@ -94,7 +95,8 @@ async def _resend(
         default_topic=routing.DEFAULT_TOPIC,
         default_topic_queue_nums=routing.DEFAULT_TOPIC_QUEUE_NUMS,
         queue_id=target.queue_id,
-        sys_flag=0,
+        # a body the consumer could not inflate goes back still compressed, and says so
+        sys_flag=message.sys_flag & (sysflag.COMPRESSED_FLAG | sysflag.COMPRESSION_TYPE_MASK),
         born_timestamp=int(time.time() * 1000),
         flag=message.flag,
         properties=props.encode_properties(properties),

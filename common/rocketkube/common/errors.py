@@ -3,7 +3,8 @@
     RocketKubeError
     ├── ProtocolError            bytes on the wire that are not a RocketMQ frame; the
     │   ├── FrameTooLargeError   connection that sent them is closed, nothing else
-    │   └── MessageFormatError   a message, batch, id or host that does not decode
+    │   ├── MessageFormatError   a message, batch, id or host that does not decode
+    │   └── InflateLimitError    a compressed body inflates past its configured cap
     ├── HeaderError              a request header misses a field or holds a bad value;
     │                            answered with SYSTEM_ERROR, the connection stays open
     └── RemotingError            transport failures seen by a caller
@@ -51,6 +52,19 @@ class RemotingTimeoutError(RemotingError):
 
 class ConnectionClosedError(RemotingError):
     """The connection closed while a request was waiting for its response."""
+
+
+class InflateLimitError(ProtocolError):
+    """A compressed body inflates past the cap its reader allows (:mod:`.inflate`).
+
+    Inflation stops one byte past the cap, so nothing larger was ever held. Whoever asked
+    decides what follows: the name server refuses the registration, the SDK hands the
+    message over as stored.
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"inflates past {limit} bytes")
+        self.limit = limit
 
 
 class MessageFormatError(ProtocolError, ValueError):

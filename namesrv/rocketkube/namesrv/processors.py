@@ -92,10 +92,21 @@ class NamesrvProcessors:
         if len(body):
             try:
                 if req.version >= V3_0_11:
-                    parsed = RegisterBrokerBody.decode(body, compressed=header.compressed)
+                    parsed = RegisterBrokerBody.decode(
+                        body,
+                        compressed=header.compressed,
+                        max_inflated=self.settings.max_register_body_inflated_size,
+                    )
                     topic_config, filter_servers = parsed.topic_config, parsed.filter_server_list
                 else:
                     topic_config = TopicConfigWrapper.from_json(fastjson.loads(body))
+            except errors.InflateLimitError as exc:
+                log.warning("register of %s from %s refused: its body %s",
+                            header.broker_addr, conn.remote_address, exc)  # fmt: skip
+                return fail(
+                    ResponseCode.SYSTEM_ERROR,
+                    f"register body {exc} (maxRegisterBodyInflatedSize)",
+                )
             except (errors.ProtocolError, ValueError, KeyError, TypeError) as exc:
                 return fail(ResponseCode.SYSTEM_ERROR, f"malformed register body: {exc}")
         result = self.routes.register_broker(

@@ -6,6 +6,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: A compressed REGISTER_BROKER body of 100,000 topics with 127-character names inflates
+#: to 15 MB; 64 MiB leaves four times that and bounds what one broker can make us hold.
+DEFAULT_MAX_REGISTER_BODY_INFLATED_SIZE = 64 * 1024 * 1024
+
 
 def _default_kv_path() -> str:
     return str(Path.home() / "namesrv" / "kvConfig.json")
@@ -27,6 +31,12 @@ class NamesrvSettings(BaseModel):
     )
     server_channel_max_idle_time_seconds: int = Field(
         120, alias="serverChannelMaxIdleTimeSeconds", gt=0
+    )
+    max_register_body_inflated_size: int = Field(
+        DEFAULT_MAX_REGISTER_BODY_INFLATED_SIZE,
+        alias="maxRegisterBodyInflatedSize",
+        gt=0,
+        description="bytes a compressed register body may inflate to; refused beyond",
     )
     config_black_list: str = Field(
         "configBlackList;configStorePath;kvConfigPath", alias="configBlackList"

@@ -167,6 +167,33 @@ async def test_sync_master_answers_once_a_slave_has_the_message(
         await client.close()
 
 
+async def test_a_slave_reconnects_to_a_sync_master_restarted_where_it_was(
+    start_broker: StartBroker,
+) -> None:
+    master = await start_broker(broker_role="SYNC_MASTER")
+    assert master.replicas is not None
+    ports = {"listen_port": master.port, "ha_listen_port": master.replicas.port}
+    slave = await start_broker(broker_id=1, broker_role="SLAVE", ha_reconnect_interval=200,
+                               ha_master_address=f"127.0.0.1:{master.replicas.port}")  # fmt: skip
+    replica = slave.replica_client
+    assert replica is not None
+    client = RemotingClient()
+    try:
+        await wait_until(master.replicas.slave_ok, "a slave connected")
+        await send_all(client, master, [b"before"])
+        await master.stop()
+        await wait_until(lambda: replica.connected_to is None, "the slave lost its master")
+        store = master.settings.store_path_root_dir
+        again = await start_broker(broker_role="SYNC_MASTER", store_path_root_dir=store, **ports)
+        assert again.replicas is not None
+        await wait_until(again.replicas.slave_ok, "the slave reconnected by itself")
+        await send_all(client, again, [b"after"])  # SUCCESS, not SLAVE_NOT_AVAILABLE
+        await wait_until(lambda: end(slave) == end(again), "the slave caught up")
+        assert stored_bodies(slave) == [b"before", b"after"]
+    finally:
+        await client.close()
+
+
 async def test_sync_master_times_out_on_a_slave_that_does_not_acknowledge(
     start_broker: StartBroker,
 ) -> None:

@@ -6,9 +6,15 @@ gave at registration (the master registers it under the same brokerName). The sl
 reports its commit log end when it connects (where to start), after every chunk it wrote
 and on every heartbeat. A chunk that does not continue this log (the master's offset is
 not this log's end) drops the connection, as RocketMQ does; so does silence longer than
-``haHousekeepingInterval``. It reconnects after ``RECONNECT_SECONDS``, doubling the wait
-up to ``MAX_RECONNECT_SECONDS`` while the master stays away; losing the master also asks
-for a registration at once (``on_lost``), whose answer tells where the master is now.
+``haHousekeepingInterval``. Losing the master asks for a registration at once
+(``on_lost``), whose answer tells where the master is now.
+
+The slave retries :data:`FIRST_RETRY_SECONDS` after losing its master, then every
+``haReconnectInterval`` (5 s) while the master stays away, as RocketMQ's HAClient does,
+each time to the master address it knows then. It never backs off further: a SYNC_MASTER
+answers SLAVE_NOT_AVAILABLE until a slave is back, and each such answer a client retries
+stores one more copy of its message. Until it knows any master address it looks for one
+every :data:`FIRST_RETRY_SECONDS`.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from rocketkube.broker.ha import wire
 from rocketkube.broker.settings import BrokerSettings
@@ -25,12 +31,15 @@ from rocketkube.common import errors
 from rocketkube.common.message.ids import split_host_port
 from rocketkube.common.tasks import cancel_and_wait
 
-__all__ = ["MAX_RECONNECT_SECONDS", "RECONNECT_SECONDS", "HAClient"]
+__all__ = ["FIRST_RETRY_SECONDS", "HAClient"]
 
 _log = logging.getLogger(__name__)
 
-RECONNECT_SECONDS = 1.0
-MAX_RECONNECT_SECONDS = 30.0
+#: The wait before the first retry of a master just lost: short, since a restarted master
+#: may be back at once, yet not none, so a master that accepts and drops is not hammered.
+FIRST_RETRY_SECONDS = 1.0
+
+Sleep = Callable[[float], Awaitable[None]]
 
 
 class HAClient:
@@ -38,12 +47,16 @@ class HAClient:
 
     def __init__(self, store: MessageStore, settings: BrokerSettings,
                  master_ha_addr: Callable[[], str | None],
-                 on_lost: Callable[[], None] = lambda: None) -> None:  # fmt: skip
+                 on_lost: Callable[[], None] = lambda: None,
+                 sleep: Sleep = asyncio.sleep) -> None:  # fmt: skip
         self._store = store
         self._on_lost = on_lost
+        self._sleep = sleep
         self._configured = settings.ha_master_address
         self._learnt = master_ha_addr
         self._housekeeping = settings.ha_housekeeping_interval / 1000
+        self._interval = settings.ha_reconnect_interval / 1000
+        self._first_retry = min(FIRST_RETRY_SECONDS, self._interval)
         self._task: asyncio.Task[None] | None = None
         self.connected_to: str | None = None
         """The master HA address of the running session, if any."""
@@ -64,29 +77,30 @@ class HAClient:
         await cancel_and_wait(task)
 
     async def _run(self) -> None:
-        delay = RECONNECT_SECONDS
         failing = False  # logged once per outage, not at every attempt
         last: str | None = None
+        delay = 0.0
         while True:
+            await self._sleep(delay)
             address = self.master_address()
-            if address != last:  # a new master address: try it at once
-                delay, failing, last = RECONNECT_SECONDS, False, address
-            if address:
-                try:
-                    await self._session(address)
-                except (OSError, EOFError, TimeoutError, errors.RocketKubeError) as exc:
-                    if self.connected_to:  # it was connected: a new outage
-                        delay, failing = RECONNECT_SECONDS, False
-                        self._on_lost()  # the master may come back elsewhere: ask around
-                    if not failing:
-                        _log.warning("replication from master %s stopped: %s; retrying every "
-                                     "%.0f-%.0f s", address, exc, RECONNECT_SECONDS,
-                                     MAX_RECONNECT_SECONDS)  # fmt: skip
-                    failing = True
-                finally:
-                    self.connected_to = None
-            await asyncio.sleep(delay)
-            delay = min(2 * delay, MAX_RECONNECT_SECONDS)
+            if not address:  # not learnt yet: a registration answer gives it, look soon
+                delay = self._first_retry
+                continue
+            delay = self._interval
+            if address != last:
+                failing, last = False, address
+            try:
+                await self._session(address)
+            except (OSError, EOFError, TimeoutError, errors.RocketKubeError) as exc:
+                if self.connected_to:  # it was connected: a new outage
+                    delay, failing = self._first_retry, False
+                    self._on_lost()  # the master may come back elsewhere: ask around
+                if not failing:
+                    _log.warning("replication from master %s stopped: %s; retrying every "
+                                 "%.1f s", address, exc, self._interval)  # fmt: skip
+                failing = True
+            finally:
+                self.connected_to = None
 
     async def _session(self, address: str) -> None:
         host, port = split_host_port(address)

@@ -11,6 +11,9 @@ Compressed (``compressed=true``), a zlib stream of::
     int32 topicCount
     repeat: int32 len ; "<topicName> <readQ> <writeQ> <perm> <SINGLE_TAG|MULTI_TAG>"
     int32 len ; filterServerList JSON array
+
+A compressed body is inflated up to a cap the reader gives (the name server's
+``maxRegisterBodyInflatedSize``), never further: see :mod:`rocketkube.common.inflate`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocketkube.common import errors, fastjson
+from rocketkube.common import errors, fastjson, inflate
 from rocketkube.common.protocol import permission
 
 _I32 = struct.Struct(">i")
@@ -126,12 +129,13 @@ class RegisterBrokerBody:
 
     @classmethod
     def decode(
-        cls, body: bytes | bytearray | memoryview, *, compressed: bool
+        cls, body: bytes | bytearray | memoryview, *, compressed: bool, max_inflated: int
     ) -> RegisterBrokerBody:
-        """Parse either form; raises ProtocolError on a body that is neither."""
+        """Parse either form; raises ProtocolError on a body that is neither, and its
+        InflateLimitError on a compressed one that inflates past ``max_inflated`` bytes."""
         try:
             if compressed:
-                return cls._decode_compressed(zlib.decompress(body))
+                return cls._decode_compressed(inflate.inflate(body, max_inflated))
             data = fastjson.loads(body)
             return cls(
                 topic_config=TopicConfigWrapper.from_json(
