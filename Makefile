@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-SOURCES := common namesrv broker client tests hatch_build.py
+SOURCES := common namesrv broker client operator tests hatch_build.py
 NODE_DIR := tests/interop/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed-stamp
 
@@ -11,7 +11,7 @@ NODE_STAMP := $(NODE_DIR)/node_modules/.installed-stamp
 
 # uv resolves and installs in seconds what pip takes minutes for; pip when uv cannot run.
 # The install compiles the C accelerators (hatch_build.py), so a changed .pyx reinstalls.
-ACCELERATORS := $(shell find common namesrv broker client -name '*.pyx' -o -name '*.pxi')
+ACCELERATORS := $(shell find common namesrv broker client operator -name '*.pyx' -o -name '*.pxi')
 $(STAMP): pyproject.toml hatch_build.py $(ACCELERATORS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet uv && $(VENV)/bin/uv pip install --quiet --python $(PY) -e '.[test]' \
