@@ -7,7 +7,7 @@ SOURCES := common namesrv broker client operator tests hatch_build.py
 NODE_DIR := tests/interop/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed-stamp
 
-.PHONY: install lint test pytest run clean
+.PHONY: install lint test pytest run clean crds
 
 # uv resolves and installs in seconds what pip takes minutes for; pip when uv cannot run.
 # The install compiles the C accelerators (hatch_build.py), so a changed .pyx reinstalls.
@@ -40,6 +40,10 @@ pytest: install
 	$(VENV)/bin/pytest -n auto --durations=15 $(PYTEST_ARGS)
 
 test: lint pytest
+
+# The CRDs are generated from the operator's pydantic models; a test fails when stale.
+crds: install
+	$(PY) -m rocketkube.operator.api.crds crds
 
 run: install
 	$(VENV)/bin/rocketkube local --data-dir .data
