@@ -258,3 +258,24 @@ async def test_queue_offsets_pull_and_reset_by_timestamp(
     await admin.delete_subscription_group(group, broker_addr=broker.address)
     assert broker.ctx is not None
     assert group not in broker.ctx.groups.table
+
+
+async def test_topic_configs_and_subscription_groups_of_a_broker(
+    admin: AdminClient, broker: BrokerApp, topic: str
+) -> None:
+    """What the operator compares with its Topic and ConsumerGroup resources."""
+    await admin.create_topic(
+        topic, broker_addr=broker.address, read_queue_nums=3, write_queue_nums=5, order=True
+    )
+    group = f"AdminGroup_{uuid.uuid4().hex[:10]}"
+    await admin.create_subscription_group(
+        group, broker_addr=broker.address, retry_max_times=7, consume_broadcast_enable=False
+    )
+    topics = await admin.topic_configs(broker.address)
+    assert (topics[topic].read_queue_nums, topics[topic].write_queue_nums) == (3, 5)
+    assert topics[topic].order
+    assert "TBW102" in topics  # system topics too
+    groups = await admin.subscription_groups(broker.address)
+    assert groups[group].retry_max_times == 7
+    assert not groups[group].consume_broadcast_enable
+    assert groups[group].group_name == group

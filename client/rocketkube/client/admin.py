@@ -33,6 +33,7 @@ from rocketkube.common.protocol import admin_headers as ah
 from rocketkube.common.protocol import namesrv_headers as nh
 from rocketkube.common.protocol import pull_headers as ph
 from rocketkube.common.protocol import route as rt
+from rocketkube.common.protocol import subscription_group
 from rocketkube.common.protocol.admin_bodies import (
     ConsumerConnection,
     ConsumeStats,
@@ -50,7 +51,8 @@ from rocketkube.common.protocol.running_info import (
     ConsumerRunningInfo,
     GetConsumerRunningInfoRequestHeader,
 )
-from rocketkube.common.protocol.topic_config import TopicConfig
+from rocketkube.common.protocol.subscription_group import SubscriptionGroupConfig
+from rocketkube.common.protocol.topic_config import TopicConfig, TopicConfigWrapper
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 
 __all__ = ["DEFAULT_TOPIC", "TOOLS_CONSUMER_GROUP", "AdminClient"]
@@ -170,19 +172,18 @@ class AdminClient(AdminBase):
         """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) on every master of ``cluster``, or on
         ``broker_addr`` (exactly one of the two): creates or replaces the group's config."""
         self._targets(cluster, broker_addr)
-        body = fastjson.dumps(
-            {
-                "brokerId": broker_id,
-                "consumeBroadcastEnable": consume_broadcast_enable,
-                "consumeEnable": consume_enable,
-                "consumeFromMinEnable": consume_from_min_enable,
-                "groupName": group,
-                "notifyConsumerIdsChangedEnable": notify_consumer_ids_changed_enable,
-                "retryMaxTimes": retry_max_times,
-                "retryQueueNums": retry_queue_nums,
-                "whichBrokerWhenConsumeSlowly": which_broker_when_consume_slowly,
-            }
+        config = SubscriptionGroupConfig(
+            group,
+            consume_enable=consume_enable,
+            consume_from_min_enable=consume_from_min_enable,
+            consume_broadcast_enable=consume_broadcast_enable,
+            retry_queue_nums=retry_queue_nums,
+            retry_max_times=retry_max_times,
+            broker_id=broker_id,
+            which_broker_when_consume_slowly=which_broker_when_consume_slowly,
+            notify_consumer_ids_changed_enable=notify_consumer_ids_changed_enable,
         )
+        body = fastjson.dumps(config.to_json())
         addrs = [broker_addr] if broker_addr is not None else []
         if cluster is not None:
             addrs = await self._cluster_masters(cluster)
@@ -368,6 +369,19 @@ class AdminClient(AdminBase):
         names (``msgPutTotalTodayNow``, ``commitLogDiskRatio``, ...)."""
         response = await self._invoke(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
         return rt.decode_kv_table(response.body)
+
+    async def topic_configs(self, broker_addr: str) -> dict[str, TopicConfig]:
+        """GET_ALL_TOPIC_CONFIG (21): every topic the broker holds, system ones included,
+        by name (what a slave copies, and the operator compares with its Topics)."""
+        response = await self._invoke(broker_addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        wrapper = TopicConfigWrapper.from_json(fastjson.loads(response.body_bytes()))
+        return wrapper.topic_config_table
+
+    async def subscription_groups(self, broker_addr: str) -> dict[str, SubscriptionGroupConfig]:
+        """GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): every consumer group's settings on the
+        broker, by name."""
+        response = await self._invoke(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        return subscription_group.decode_table(fastjson.loads(response.body_bytes()))
 
     async def broker_config(self, broker_addr: str) -> dict[str, str]:
         """GET_BROKER_CONFIG (26): every setting of the broker, as strings under
