@@ -56,3 +56,8 @@ def test_a_condition_moves_its_transition_time_only_when_its_status_changes() ->
         generation=2,
     )  # fmt: skip
     assert [(c.type, c.status) for c in both] == [("Ready", "True"), ("Degraded", "Unknown")]
+
+
+def test_the_cluster_name_and_a_pods_store_claim() -> None:
+    assert names.broker_cluster_name("demo") == "demo"
+    assert names.broker_claim("demo", 1, 0) == "store-demo-broker-1-0"

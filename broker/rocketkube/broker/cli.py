@@ -1,14 +1,27 @@
-"""``rocketkube broker``: run a broker from a RocketMQ ``broker.conf``."""
+"""``rocketkube broker``: run a broker from a RocketMQ ``broker.conf``.
+
+With ``--identity-from-pod`` a broker run as a StatefulSet's pod takes its identity from
+the pod, never from a hand-edited file: pod ``<statefulset>-<ordinal>`` (``POD_NAME``)
+is ``brokerId`` ``ordinal``, the master at 0 (its role as configured: ASYNC_MASTER or
+SYNC_MASTER), a ``SLAVE`` above; ``POD_IP`` is the ``brokerIP1`` it advertises. Both come
+from the downward API, so every pod of a group shares one ``broker.conf``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from rocketkube.common import runtime
 from rocketkube.common import settings as settings_mod
 from rocketkube.common.cli import Command
 from rocketkube.common.properties_file import load_properties
+
+if TYPE_CHECKING:
+    from rocketkube.broker.settings import BrokerSettings
 
 #: Flags for the properties people set most; ``--set key=value`` reaches every other one.
 FLAGS = {
@@ -34,6 +47,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--set", action="append", default=[], metavar="KEY=VALUE",
         help="any other property, e.g. --set autoCreateTopicEnable=false",
     )  # fmt: skip
+    parser.add_argument(
+        "--identity-from-pod", action="store_true",
+        help="brokerId from POD_NAME's ordinal (SLAVE above 0), brokerIP1 from POD_IP",
+    )  # fmt: skip
     parser.add_argument("--log-level", default=os.environ.get("ROCKETKUBE_LOG_LEVEL", "INFO"))
 
 
@@ -51,16 +68,57 @@ def _overrides(args: argparse.Namespace) -> dict[str, str]:
     return out
 
 
+#: A StatefulSet pod's name: ``<statefulset>-<ordinal>``.
+_POD_ORDINAL = re.compile(r"-(0|[1-9][0-9]*)$")
+
+
+def pod_identity(environ: Mapping[str, str]) -> dict[str, str]:
+    """``brokerId``, ``brokerIP1`` and, for a slave, ``brokerRole`` of the pod that
+    ``POD_NAME`` and ``POD_IP`` (the downward API) describe."""
+    pod = environ.get("POD_NAME", "")
+    match = _POD_ORDINAL.search(pod)
+    if match is None:
+        raise settings_mod.SettingsError(
+            f"--identity-from-pod: POD_NAME {pod!r} does not end in a pod ordinal "
+            "(<statefulset>-<n>)"
+        )
+    pod_ip = environ.get("POD_IP", "")
+    if not pod_ip:
+        raise settings_mod.SettingsError("--identity-from-pod: POD_IP is not set")
+    ordinal = int(match.group(1))
+    identity = {"brokerId": str(ordinal), "brokerIP1": pod_ip}
+    if ordinal > 0:
+        identity["brokerRole"] = "SLAVE"
+    return identity
+
+
+def broker_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> BrokerSettings:
+    """The settings ``args`` describe: the environment, then the config file, then flags,
+    then (``--identity-from-pod``) the pod's identity, each later layer winning."""
+    from rocketkube.broker.settings import BrokerSettings
+
+    layers: list[Mapping[str, str | None]] = [
+        {"namesrvAddr": environ.get("NAMESRV_ADDR")},
+        load_properties(args.config) if args.config else {},
+        _overrides(args),
+    ]
+    if args.identity_from_pod:
+        layers.append(pod_identity(environ))
+    settings = settings_mod.build(BrokerSettings, *layers)
+    if args.identity_from_pod and not settings.is_master and settings.broker_id == 0:
+        raise settings_mod.SettingsError(
+            "--identity-from-pod: pod ordinal 0 is the master, but brokerRole is SLAVE"
+        )
+    return settings
+
+
 def run(args: argparse.Namespace) -> int:
     from rocketkube.broker.app import BrokerApp
-    from rocketkube.broker.settings import BrokerSettings
 
     runtime.configure_logging(args.log_level)
 
     def build() -> BrokerApp:
-        env = {"namesrvAddr": os.environ.get("NAMESRV_ADDR")}
-        file_props = load_properties(args.config) if args.config else {}
-        return BrokerApp(settings_mod.build(BrokerSettings, env, file_props, _overrides(args)))
+        return BrokerApp(broker_settings(args, os.environ))
 
     return runtime.run_server("rocketkube broker", build)
 

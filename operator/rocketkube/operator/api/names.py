@@ -6,7 +6,9 @@ For a BrokerCluster ``c`` in namespace ``ns`` with ``G`` broker groups::
     broker group g StatefulSet + headless Service   c-broker-<g>     pods c-broker-<g>-<o>
                    ConfigMap (broker.conf)          c-broker-<g>
                    PodDisruptionBudget              c-broker-<g>
+                   volume claim of pod o            store-c-broker-<g>-<o>
     name servers   PodDisruptionBudget, ConfigMap   c-namesrv
+    brokerClusterName                               c
     brokerName of group g                           c-broker-<g>
     brokerId of pod ordinal o                       o (0 is the master)
     name server address clients use
@@ -21,10 +23,16 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "BROKER_COMPONENT",
     "BROKER_PORT",
     "HTTP_PORT_OFFSET",
+    "NAMESRV_COMPONENT",
     "NAMESRV_HTTP_PORT",
     "NAMESRV_PORT",
+    "STORE_VOLUME",
+    "TEMPLATE_HASH_ANNOTATION",
+    "broker_claim",
+    "broker_cluster_name",
     "broker_group",
     "broker_name",
     "broker_pod",
@@ -46,6 +54,12 @@ MANAGED_BY: Final = "rocketkube-operator"
 CLUSTER_LABEL: Final = "rocketkube.io/cluster"
 COMPONENT_LABEL: Final = "app.kubernetes.io/component"
 GROUP_LABEL: Final = "rocketkube.io/group"
+NAMESRV_COMPONENT: Final = "namesrv"
+BROKER_COMPONENT: Final = "broker"
+TEMPLATE_HASH_ANNOTATION: Final = "rocketkube.io/template-hash"
+"""On a StatefulSet's pod template, so on its pods: the hash of what the pod runs."""
+STORE_VOLUME: Final = "store"
+"""A broker's volume claim template (its store)."""
 
 
 def namesrv(cluster: str) -> str:
@@ -67,6 +81,11 @@ def namesrv_address(cluster: str, namespace: str, replicas: int) -> str:
     )
 
 
+def broker_cluster_name(cluster: str) -> str:
+    """The ``brokerClusterName`` every broker of ``cluster`` registers under."""
+    return cluster
+
+
 def broker_group(cluster: str, group: int) -> str:
     """Broker group ``group``'s StatefulSet, headless Service, ConfigMap and PDB."""
     return f"{cluster}-broker-{group}"
@@ -80,6 +99,11 @@ def broker_name(cluster: str, group: int) -> str:
 def broker_pod(cluster: str, group: int, ordinal: int) -> str:
     """Pod ``ordinal`` of a group: brokerId ``ordinal``, the master at 0."""
     return f"{broker_group(cluster, group)}-{ordinal}"
+
+
+def broker_claim(cluster: str, group: int, ordinal: int) -> str:
+    """The volume claim a group's StatefulSet makes for pod ``ordinal``'s store."""
+    return f"{STORE_VOLUME}-{broker_pod(cluster, group, ordinal)}"
 
 
 def selector(cluster: str, component: str, group: int | None = None) -> dict[str, str]:

@@ -1,0 +1,47 @@
+"""The cluster being rendered, and what every object's metadata holds.
+
+A builder takes a :class:`Cluster` (the resource's name, namespace and spec, as a kopf
+handler receives them) and returns plain dicts; a spec the CRD's schema let through but
+that cannot be rendered raises :class:`InvalidSpec`, which a handler turns into the
+``InvalidSpec`` reason on the resource's ``Degraded`` condition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from rocketkube.operator.api import models
+
+__all__ = ["CONFIG_DIR", "DATA_DIR", "Cluster", "InvalidSpec", "Manifest", "metadata"]
+
+Manifest = dict[str, Any]
+"""A Kubernetes object (or part of one) as the API takes it: camelCase keys, JSON values."""
+
+CONFIG_DIR: Final = "/etc/rocketkube"
+"""Where a pod's ConfigMap (its ``namesrv.conf`` or ``broker.conf``) is mounted."""
+DATA_DIR: Final = "/var/lib/rocketkube"
+"""Where a pod keeps its data: a broker's store volume, a name server's KV config."""
+
+
+class InvalidSpec(ValueError):
+    """The spec passed the CRD's schema but cannot be rendered; the message says why."""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A BrokerCluster: its ``metadata.name``, ``metadata.namespace`` and spec."""
+
+    name: str
+    namespace: str
+    spec: models.BrokerClusterSpec
+
+    @classmethod
+    def of(cls, resource: models.BrokerCluster, name: str, namespace: str) -> Cluster:
+        return cls(name=name, namespace=namespace, spec=resource.spec)
+
+
+def metadata(cluster: Cluster, name: str, labels: Mapping[str, str]) -> Manifest:
+    """An object's ``metadata``: in the cluster's namespace, labelled."""
+    return {"name": name, "namespace": cluster.namespace, "labels": dict(labels)}
