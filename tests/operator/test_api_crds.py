@@ -159,6 +159,18 @@ def test_derived_broker_properties_cannot_be_set() -> None:
     assert message.startswith("brokers.properties cannot set what the operator derives")
 
 
+def test_ports_and_paths_the_probes_and_services_rely_on_cannot_be_set() -> None:
+    for key in ("httpPort", "haListenPort", "listenPort"):
+        (message,) = violations("BrokerCluster", cluster_spec(properties={key: "1"}))
+        assert key in message
+    spec = cluster_spec()
+    spec["spec"]["nameServers"]["properties"] = {"kvConfigPath": "/tmp/kv.json"}
+    (message,) = violations("BrokerCluster", spec)
+    assert message.startswith("nameServers.properties cannot set what the operator derives")
+    spec["spec"]["nameServers"]["properties"] = {"orderMessageEnable": "true"}
+    assert violations("BrokerCluster", spec) == []
+
+
 def test_sync_replication_needs_a_slave() -> None:
     (message,) = violations("BrokerCluster", cluster_spec(replication="SYNC", replicasPerGroup=1))
     assert "SYNC replication needs replicasPerGroup >= 2" in message

@@ -123,7 +123,8 @@ class NameServerSpec(_Model):
     replicas: int = Field(default=2, ge=1, le=9)
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     properties: dict[str, str] = Field(default_factory=dict)
-    """Extra ``namesrv.conf`` entries, by RocketMQ's property names."""
+    """Extra ``namesrv.conf`` entries, by RocketMQ's property names (not listenPort,
+    httpPort or kvConfigPath, which the operator derives)."""
     template: PodTemplateOverrides = Field(default_factory=PodTemplateOverrides)
 
 
@@ -153,7 +154,7 @@ class BrokerSpec(_Model):
     properties: dict[str, str] = Field(default_factory=dict)
     """Extra ``broker.conf`` entries, by RocketMQ's property names. Those the operator
     derives (brokerClusterName, brokerName, brokerId, brokerRole, namesrvAddr, brokerIP1,
-    listenPort, storePathRootDir) cannot be set here."""
+    listenPort, httpPort, haListenPort, storePathRootDir) cannot be set here."""
     template: PodTemplateOverrides = Field(default_factory=PodTemplateOverrides)
 
 
@@ -163,8 +164,9 @@ class MetricsSpec(_Model):
 
 _DERIVED_PROPERTIES: Final = (
     "brokerClusterName", "brokerName", "brokerId", "brokerRole", "namesrvAddr", "brokerIP1",
-    "listenPort", "storePathRootDir",
+    "listenPort", "httpPort", "haListenPort", "storePathRootDir",
 )  # fmt: skip
+_DERIVED_NAMESRV_PROPERTIES: Final = ("listenPort", "httpPort", "kvConfigPath")
 
 
 class BrokerClusterSpec(_Model):
@@ -172,9 +174,16 @@ class BrokerClusterSpec(_Model):
         json_schema_extra={
             "x-kubernetes-validations": [
                 _rule(
-                    f"!self.brokers.properties.exists(k, k in {list(_DERIVED_PROPERTIES)!r})",
+                    "!has(self.brokers.properties) || !self.brokers.properties.exists(k, k in "
+                    f"{list(_DERIVED_PROPERTIES)!r})",
                     "brokers.properties cannot set what the operator derives: "
                     + ", ".join(_DERIVED_PROPERTIES),
+                ),
+                _rule(
+                    "!has(self.nameServers.properties) || !self.nameServers.properties.exists("
+                    f"k, k in {list(_DERIVED_NAMESRV_PROPERTIES)!r})",
+                    "nameServers.properties cannot set what the operator derives: "
+                    + ", ".join(_DERIVED_NAMESRV_PROPERTIES),
                 ),
                 _rule(
                     "self.brokers.replication != 'SYNC' || self.brokers.replicasPerGroup >= 2",
