@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketkube.operator.plans import scale_in, scale_out
 from rocketkube.operator.plans.consumer_groups import DesiredGroup
@@ -207,3 +209,43 @@ def test_a_scale_in_undone_restores_write_permission() -> None:
     states = [kept(0), kept(1, write_revoked=True), kept(2, write_revoked=True)]
     plan = scale_in.plan("demo", 3, states, False)
     assert (plan.steps, plan.restore_write) == ((), (1, 2))
+
+
+LAGS = st.lists(
+    st.builds(Lag, st.sampled_from(["a", "b"]), st.sampled_from(["T", "U"]), st.integers(0, 9)),
+    max_size=3,
+)
+STATES = st.builds(
+    GroupState,
+    group=st.integers(0, 5),
+    objects=st.booleans(),
+    claims=st.integers(0, 2),
+    write_revoked=st.one_of(st.none(), st.booleans()),
+    lag=st.one_of(st.none(), LAGS),
+)
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    st.integers(0, 4),
+    st.lists(STATES, max_size=6, unique_by=lambda state: state.group),
+    st.booleans(),
+)
+def test_a_group_is_removed_only_drained_and_after_every_group_above_it(
+    groups: int, states: list[GroupState], delete_claim: bool
+) -> None:
+    plan = scale_in.plan("demo", groups, states, delete_claim)
+    by_group = {state.group: state for state in states}
+    assert [step.group for step in plan.steps] == sorted(
+        (g for g in by_group if g >= groups), reverse=True
+    )
+    for i, step in enumerate(plan.steps):
+        state = by_group[step.group]
+        if step.phase is not Phase.REMOVE:
+            continue
+        assert all(higher.phase is Phase.DONE for higher in plan.steps[:i])
+        assert step.delete_claims == (delete_claim and state.claims > 0)
+        if state.objects:
+            assert state.write_revoked is True
+            assert all(lag.messages == 0 for lag in state.lag or ())
+            assert state.lag is not None

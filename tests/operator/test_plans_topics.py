@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketkube.operator.api import models
 from rocketkube.operator.plans import consumer_groups, repair, topics
@@ -247,3 +249,34 @@ def test_a_consumer_group_resource_resolves_its_name_and_settings() -> None:
 def test_drift_messages_without_details() -> None:
     found = repair.Drift(DriftKind.DELETED, 0, "demo-broker-0", "topic T")
     assert found.message == "topic T deleted on demo-broker-0 behind the operator's back"
+
+
+TOPIC_STATES = st.one_of(
+    st.none(),
+    st.builds(TopicState, st.integers(1, 64), st.integers(1, 64), st.sampled_from([2, 4, 6])),
+)
+
+
+@settings(deadline=None, max_examples=300)
+@given(st.integers(1, 64), st.sampled_from([2, 4, 6]), st.lists(TOPIC_STATES, max_size=4))
+def test_queues_never_shrink_and_always_reach_the_spec(
+    queues: int, perm: int, found: list[TopicState | None]
+) -> None:
+    topic = DesiredTopic("T", queues, perm)
+    inventories = {
+        group: Inventory(topics={} if state is None else {"T": state})
+        for group, state in enumerate(found)
+    }
+    plan = topics.plan(topic, "demo", len(found), inventories)
+    for action in plan.actions:
+        held = found[action.group]
+        target = action.state
+        assert min(target.read_queues, target.write_queues) >= queues
+        assert target.perm == perm
+        if held is not None:
+            assert target.read_queues >= held.read_queues
+            assert target.write_queues >= held.write_queues
+    assert set(plan.expected) == set(range(len(found)))
+    assert len(plan.kept) == sum(
+        1 for s in found if s is not None and max(s.read_queues, s.write_queues) > queues
+    )

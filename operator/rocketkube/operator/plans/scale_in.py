@@ -2,6 +2,7 @@
 count), the phase derived each time from observed state, never remembered::
 
     objects gone (and claims, when deleteClaim)           DONE
+    objects gone, claims left with deleteClaim            to the last two rows
     write permission or consumer lag unknown              UNKNOWN   wait
     write permission not revoked                          REVOKE_WRITE  (WIPE_WRITE_PERM)
     a consumer group has lag on it                        DRAINING  wait: ScaleDownBlocked
@@ -14,6 +15,10 @@ Every retiring group's write permission is revoked at once, so they drain side b
 they are removed one by one from the highest index down, so the remaining groups stay
 numbered 0..n-1 at every moment. Lag counts every consumer group with offsets on the
 group (retry topics included); messages of topics no group consumes are not waited for.
+
+Why observed and not remembered: WIPE_WRITE_PERM_OF_BROKER changes the name servers'
+routes only, and a master that restarts registers afresh with its topics writable, so a
+drain can silently lose its revocation; the next pass sees it and revokes again.
 
 A desired group whose write permission is revoked (a scale-in undone by scaling out again
 before its removal) gets it back: :attr:`ScaleIn.restore_write`.
@@ -129,9 +134,10 @@ def plan(cluster: str, groups: int, states: Iterable[GroupState], delete_claim: 
 def _step(cluster: str, state: GroupState, delete_claim: bool, higher_done: bool) -> Step:
     broker = names.broker_name(cluster, state.group)
     claims = delete_claim and state.claims > 0
+    if not state.objects and not claims:
+        return Step(state.group, broker, Phase.DONE)
     if not state.objects:
-        phase = Phase.REMOVE if claims else Phase.DONE
-        return Step(state.group, broker, phase, delete_claims=claims)
+        return _remove(state.group, broker, claims, higher_done)
     if state.write_revoked is None or (state.write_revoked and state.lag is None):
         return Step(state.group, broker, Phase.UNKNOWN)
     if not state.write_revoked:
@@ -142,6 +148,10 @@ def _step(cluster: str, state: GroupState, delete_claim: bool, higher_done: bool
     )
     if blocking:
         return Step(state.group, broker, Phase.DRAINING, tuple(blocking))
+    return _remove(state.group, broker, claims, higher_done)
+
+
+def _remove(group: int, broker: str, claims: bool, higher_done: bool) -> Step:
     if not higher_done:
-        return Step(state.group, broker, Phase.DRAINED)
-    return Step(state.group, broker, Phase.REMOVE, delete_claims=claims)
+        return Step(group, broker, Phase.DRAINED)
+    return Step(group, broker, Phase.REMOVE, delete_claims=claims)

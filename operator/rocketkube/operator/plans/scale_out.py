@@ -42,10 +42,12 @@ class Provision:
     def message(self) -> str:
         if not self.known:
             return f"waiting for {self.broker} to answer"
-        return (
-            f"creating {report.count(len(self.consumer_groups), 'consumer group')} and"
-            f" {report.count(len(self.topics), 'topic')} on {self.broker}"
-        )
+        parts = [
+            report.count(len(actions), noun)
+            for actions, noun in ((self.consumer_groups, "consumer group"), (self.topics, "topic"))
+            if actions
+        ]
+        return f"creating {' and '.join(parts)} on {self.broker}"
 
 
 @dataclass(frozen=True, slots=True)
