@@ -57,7 +57,7 @@ def summarize(view: ClusterView) -> ClusterSummary:
     ready = tuple(group for group, trouble in troubles.items() if trouble is None)
     conditions = (
         _ready(view, troubles, len(ready)),
-        _progressing(view, len(ready)),
+        _progressing(view, troubles),
         _degraded(view),
         _scale_down_blocked(view.scale_in),
     )
@@ -103,18 +103,18 @@ def _ready(view: ClusterView, troubles: dict[int, str | None], ready: int) -> re
     return report.ConditionValue(ConditionType.READY, False, Reason.PODS_NOT_READY, message)
 
 
-def _progressing(view: ClusterView, ready: int) -> report.ConditionValue:
+def _progressing(view: ClusterView, troubles: dict[int, str | None]) -> report.ConditionValue:
     if view.paused:
         message = "spec.paused: the operator changes nothing"
         return report.ConditionValue(ConditionType.PROGRESSING, False, Reason.PAUSED, message)
-    items = _progress_items(view, ready)
+    items = _progress_items(view, troubles)
     if not items:
         return report.ConditionValue(ConditionType.PROGRESSING, False, Reason.IDLE)
     message = report.join(text for _, text in items)
     return report.ConditionValue(ConditionType.PROGRESSING, True, items[0][0], message)
 
 
-def _progress_items(view: ClusterView, ready: int) -> list[tuple[Reason, str]]:
+def _progress_items(view: ClusterView, troubles: dict[int, str | None]) -> list[tuple[Reason, str]]:
     items: list[tuple[Reason, str]] = []
     out = view.scale_out
     if out.add:
@@ -128,10 +128,10 @@ def _progress_items(view: ClusterView, ready: int) -> list[tuple[Reason, str]]:
     items.extend((Reason.SCALING_IN, _restore(view, group)) for group in restore)
     if isinstance(view.roll, roll.Restart | roll.Wait):
         items.append((Reason.ROLLING, view.roll.message))
-    elif not items and ready < view.groups:
-        starting = [_group_trouble(view, group) for group in range(view.groups)]
-        detail = report.join(text for text in starting if text is not None)
-        items.append((Reason.CREATING if ready == 0 else Reason.STARTING, detail))
+    elif not items and any(troubles.values()):
+        detail = report.join(text for text in troubles.values() if text is not None)
+        reason = Reason.CREATING if all(troubles.values()) else Reason.STARTING
+        items.append((reason, detail))
     return items
 
 
