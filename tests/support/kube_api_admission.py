@@ -84,6 +84,13 @@ def _name(rt: ResourceType, metadata: dict[str, Any]) -> None:
                                                            "metadata.name")])  # fmt: skip
 
 
+def _omit_empty(metadata: dict[str, Any]) -> None:
+    """Drop empty metadata lists and maps, as Go's ``omitempty`` does on the real server."""
+    for key in ("finalizers", "ownerReferences", "labels", "annotations"):
+        if key in metadata and not metadata[key]:
+            del metadata[key]
+
+
 def _builtin_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
     if rt.builtin and rt.kind == "StatefulSet":
         obj.setdefault("spec", {}).setdefault("replicas", 1)
@@ -99,6 +106,7 @@ def for_create(rt: ResourceType, body: dict[str, Any], namespace: str,
     for key in (*_SERVER_OWNED, "resourceVersion", "managedFields", "selfLink"):
         metadata.pop(key, None)
     metadata.update(uid=str(uuid.uuid4()), creationTimestamp=stamp(now), generation=1)
+    _omit_empty(metadata)
     if rt.has_status:
         obj.pop("status", None)
         if rt.builtin and rt.kind in _INITIAL_STATUS:
@@ -131,6 +139,7 @@ def for_update(rt: ResourceType, body: dict[str, Any], old: dict[str, Any],
         if key in old["metadata"]:
             metadata[key] = old["metadata"][key]
     metadata.pop("managedFields", None)
+    _omit_empty(metadata)
     if rt.has_status:
         obj.pop("status", None)
         if "status" in old:

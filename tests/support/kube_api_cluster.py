@@ -296,6 +296,8 @@ class Cluster:
         metadata = obj["metadata"]
         removed = self.store.remove(resource, metadata.get("namespace", ""), metadata["name"],
                                     final=obj)  # fmt: skip
+        if removed is None:
+            return obj
         if resource == _CRDS:
             self.catalog.uninstall(metadata["name"])
             self._versions = {k: v for k, v in self._versions.items()
@@ -323,13 +325,12 @@ class Cluster:
         metadata = current["metadata"]
         if action.kind == "delete":
             self._delete(rt, current, "Background")
-        elif action.kind == "drop_owner":
-            metadata["ownerReferences"] = [r for r in metadata.get("ownerReferences", [])
-                                           if r.get("uid") != action.value]  # fmt: skip
-            self._write(rt, current)
-        elif action.kind == "unfinalize":
-            metadata["finalizers"] = [f for f in metadata.get("finalizers", [])
-                                      if f != action.value]  # fmt: skip
+        elif action.kind in ("drop_owner", "unfinalize"):
+            key = "ownerReferences" if action.kind == "drop_owner" else "finalizers"
+            kept = [v for v in metadata.get(key, [])
+                    if (v.get("uid") if isinstance(v, dict) else v) != action.value]  # fmt: skip
+            metadata.pop(key, None)
+            metadata |= {key: kept} if kept else {}
             self._write(rt, current)
         elif metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
             if not self._held(action.target.resource, current):
@@ -379,12 +380,12 @@ class Cluster:
             victim_rt = self.catalog.storage_type(*victim_resource)
             if victim_rt is not None:
                 self._delete(victim_rt, victim, "Background")
-        self._carry_out(Action("release", ref_of(resource, obj)), self.store.get(
-            resource, obj["metadata"].get("namespace", ""), name) or obj)  # fmt: skip
-        if policy == "Foreground" and not dependents_of(obj["metadata"]["uid"], self._everything()):
-            current = self.store.get(resource, obj["metadata"].get("namespace", ""), name)
-            if current is not None:
-                self._carry_out(Action("unfinalize", ref_of(resource, obj), FOREGROUND), current)
+        then = Action("unfinalize", ref_of(resource, obj), FOREGROUND)
+        if policy != "Foreground" or dependents_of(obj["metadata"]["uid"], self._everything()):
+            then = Action("release", ref_of(resource, obj))
+        current = self.store.get(resource, obj["metadata"].get("namespace", ""), name)
+        if current is not None:
+            self._carry_out(then, current)
 
     # -- the scale subresource -----------------------------------------------------------
 
