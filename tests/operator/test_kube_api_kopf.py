@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import kopf
@@ -23,20 +22,28 @@ CRD: dict[str, Any] = {
         "group": "example.com",
         "scope": "Namespaced",
         "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True,
-            "subresources": {"status": {}},
-            "schema": {"openAPIV3Schema": {
-                "type": "object",
-                "properties": {
-                    "spec": {"type": "object",
-                             "properties": {"size": {"type": "integer"}}},
-                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+                            "status": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            },
+                        },
+                    }
                 },
-            }},
-        }],
+            }
+        ],
     },
-}  # fmt: skip
+}
 
 
 class Journal:
@@ -111,8 +118,15 @@ def journal(kube: KubeApiServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Jo
     registry = operator_registry(journal)
 
     def run() -> None:
-        asyncio.run(kopf.operator(registry=registry, standalone=True, namespaces=["default"],
-                                  stop_flag=stop, ready_flag=ready))  # fmt: skip
+        asyncio.run(
+            kopf.operator(
+                registry=registry,
+                standalone=True,
+                namespaces=["default"],
+                stop_flag=stop,
+                ready_flag=ready,
+            )
+        )
 
     thread = threading.Thread(target=run, name="kopf")
     thread.start()
@@ -126,16 +140,23 @@ def journal(kube: KubeApiServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Jo
 
 
 def gadget(name: str, size: int) -> dict[str, Any]:
-    return {"apiVersion": "example.com/v1", "kind": "Gadget",
-            "metadata": {"name": name, "namespace": "default"}, "spec": {"size": size}}  # fmt: skip
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "Gadget",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"size": size},
+    }
 
 
-async def test_handlers_run_once_each_as_on_a_real_cluster(kube: KubeApiServer,
-                                                           journal: Journal) -> None:  # fmt: skip
+async def test_handlers_run_once_each_as_on_a_real_cluster(
+    kube: KubeApiServer, journal: Journal
+) -> None:
     cluster = kube.cluster
     cluster.create_object(gadget("g1", 1))
-    await wait_until(lambda: (cluster.get_object("gadgets", "g1").get("status") or {}).get(
-        "phase") == "Created", "the create handler's status")  # fmt: skip
+    await wait_until(
+        lambda: (cluster.get_object("gadgets", "g1").get("status") or {}).get("phase") == "Created",
+        "the create handler's status",
+    )
     assert FINALIZER in cluster.get_object("gadgets", "g1")["metadata"]["finalizers"]
     await wait_until(lambda: journal.count("timer", "g1") >= 2, "the timer ticking")
 

@@ -57,13 +57,24 @@ class Kubectl:
     """Runs kubectl against one server, with its own discovery cache."""
 
     def __init__(self, server: KubeApiServer, home: Path) -> None:
-        self.env = {**os.environ, "KUBECONFIG": str(server.kubeconfig),
-                    "KUBECACHEDIR": str(home / "cache"), "HOME": str(home)}  # fmt: skip
+        self.env = {
+            **os.environ,
+            "KUBECONFIG": str(server.kubeconfig),
+            "KUBECACHEDIR": str(home / "cache"),
+            "HOME": str(home),
+        }
         self.home = home
 
     def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["kubectl", *args], input=stdin, env=self.env, text=True,
-                              capture_output=True, timeout=60, check=False)  # fmt: skip
+        return subprocess.run(
+            ["kubectl", *args],
+            input=stdin,
+            env=self.env,
+            text=True,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
 
     def apply(self, manifest: str) -> subprocess.CompletedProcess[str]:
         path = self.home / "manifest.yaml"
@@ -82,8 +93,14 @@ def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
 
 
 def broker(name: str, replicas: object, **more: object) -> str:
-    return yaml.safe_dump({"apiVersion": "example.com/v1", "kind": "Broker",
-                           "metadata": {"name": name}, "spec": {"replicas": replicas, **more}})  # fmt: skip
+    return yaml.safe_dump(
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Broker",
+            "metadata": {"name": name},
+            "spec": {"replicas": replicas, **more},
+        }
+    )
 
 
 def test_apply_a_crd_then_its_objects_and_get_them_in_columns(kubectl: Kubectl) -> None:
@@ -91,8 +108,15 @@ def test_apply_a_crd_then_its_objects_and_get_them_in_columns(kubectl: Kubectl) 
     assert created.returncode == 0, created.stderr
     assert created.stdout.strip() == "broker.example.com/b1 created"
     assert kubectl.apply(broker("b1", 2)).stdout.strip() == "broker.example.com/b1 unchanged"
-    patched = kubectl.run("patch", "broker", "b1", "--subresource=status", "--type=merge",
-                          "-p", '{"status": {"phase": "Running"}}')  # fmt: skip
+    patched = kubectl.run(
+        "patch",
+        "broker",
+        "b1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status": {"phase": "Running"}}',
+    )
     assert patched.returncode == 0, patched.stderr
     shown = kubectl.run("get", "brokers")
     assert shown.returncode == 0, shown.stderr
@@ -108,7 +132,8 @@ def test_apply_of_an_invalid_object_is_refused(kubectl: Kubectl) -> None:
     refused = kubectl.apply(broker("b2", "three"))
     assert refused.returncode != 0
     assert 'The Broker "b2" is invalid' in refused.stderr
-    assert "spec.replicas" in refused.stderr and "must be of type integer" in refused.stderr
+    assert "spec.replicas" in refused.stderr
+    assert "must be of type integer" in refused.stderr
     unsupported = kubectl.apply(broker("b2", 1, role="leader"))
     assert unsupported.returncode != 0
     assert 'spec.role: Unsupported value: "leader"' in unsupported.stderr
@@ -120,7 +145,8 @@ def test_a_cel_transition_rule_refuses_a_shrink(kubectl: Kubectl) -> None:
     assert kubectl.apply(broker("b3", 4)).returncode == 0
     shrunk = kubectl.apply(broker("b3", 2))
     assert shrunk.returncode != 0
-    assert "spec.replicas" in shrunk.stderr and "replicas cannot shrink" in shrunk.stderr
+    assert "spec.replicas" in shrunk.stderr
+    assert "replicas cannot shrink" in shrunk.stderr
     kept = kubectl.run("get", "broker", "b3", "-o", "jsonpath={.spec.replicas}")
     assert kept.stdout == "4"
 
@@ -129,11 +155,21 @@ def test_apply_merges_a_statefulsets_containers_by_name(kubectl: Kubectl) -> Non
     def statefulset(env: list[dict[str, str]], sidecar: bool) -> str:
         containers = [{"name": "broker", "image": "rocketkube:1", "env": env}]
         containers += [{"name": "sidecar", "image": "busybox"}] if sidecar else []
-        return yaml.safe_dump({
-            "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web"},
-            "spec": {"serviceName": "web", "selector": {"matchLabels": {"app": "web"}},
-                     "template": {"metadata": {"labels": {"app": "web"}},
-                                  "spec": {"containers": containers}}}})  # fmt: skip
+        return yaml.safe_dump(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "metadata": {"name": "web"},
+                "spec": {
+                    "serviceName": "web",
+                    "selector": {"matchLabels": {"app": "web"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "web"}},
+                        "spec": {"containers": containers},
+                    },
+                },
+            }
+        )
 
     first = kubectl.apply(statefulset([{"name": "A", "value": "1"}], sidecar=True))
     assert first.returncode == 0, first.stderr
@@ -141,9 +177,14 @@ def test_apply_merges_a_statefulsets_containers_by_name(kubectl: Kubectl) -> Non
     assert second.returncode == 0, second.stderr
     assert second.stdout.strip() == "statefulset.apps/web configured"
     assert "warning" not in second.stderr.lower()
-    shown = kubectl.run("get", "statefulset", "web", "-o",
-                        "jsonpath={.spec.template.spec.containers[*].name} "
-                        "{.spec.template.spec.containers[0].env[*].name}")  # fmt: skip
+    shown = kubectl.run(
+        "get",
+        "statefulset",
+        "web",
+        "-o",
+        "jsonpath={.spec.template.spec.containers[*].name} "
+        "{.spec.template.spec.containers[0].env[*].name}",
+    )
     assert shown.stdout == "broker B"
     scaled = kubectl.run("scale", "statefulset", "web", "--replicas=3")
     assert scaled.returncode == 0, scaled.stderr
@@ -152,15 +193,21 @@ def test_apply_merges_a_statefulsets_containers_by_name(kubectl: Kubectl) -> Non
 
 
 def test_delete_waits_for_finalizers(kubectl: Kubectl) -> None:
-    held = yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
-        "name": "held", "finalizers": ["example.com/hold"]}})  # fmt: skip
+    held = yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "held", "finalizers": ["example.com/hold"]},
+        }
+    )
     assert kubectl.apply(held).returncode == 0
     deleted = kubectl.run("delete", "configmap", "held", "--wait=false")
     assert deleted.returncode == 0, deleted.stderr
     stamp = kubectl.run("get", "cm", "held", "-o", "jsonpath={.metadata.deletionTimestamp}")
     assert stamp.stdout
-    released = kubectl.run("patch", "cm", "held", "--type=merge",
-                           "-p", '{"metadata": {"finalizers": null}}')  # fmt: skip
+    released = kubectl.run(
+        "patch", "cm", "held", "--type=merge", "-p", '{"metadata": {"finalizers": null}}'
+    )
     assert released.returncode == 0, released.stderr
     waited = kubectl.run("wait", "--for=delete", "configmap/held", "--timeout=30s")
     assert waited.returncode == 0, waited.stderr

@@ -29,27 +29,50 @@ WIDGET_CRD: dict[str, Any] = {
     "spec": {
         "group": "example.com",
         "scope": "Namespaced",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
-                  "shortNames": ["wd"]},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True,
-            "subresources": {"status": {},
-                             "scale": {"specReplicasPath": ".spec.size",
-                                       "statusReplicasPath": ".status.size"}},
-            "schema": {"openAPIV3Schema": {
-                "type": "object",
-                "properties": {
-                    "spec": {"type": "object", "required": ["size"], "properties": {
-                        "size": {"type": "integer", "minimum": 1},
-                        "color": {"type": "string", "default": "blue"},
-                    }},
-                    "status": {"type": "object", "properties": {
-                        "phase": {"type": "string"}, "size": {"type": "integer"}}},
+        "names": {
+            "plural": "widgets",
+            "singular": "widget",
+            "kind": "Widget",
+            "shortNames": ["wd"],
+        },
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {
+                    "status": {},
+                    "scale": {
+                        "specReplicasPath": ".spec.size",
+                        "statusReplicasPath": ".status.size",
+                    },
                 },
-            }},
-        }],
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "required": ["size"],
+                                "properties": {
+                                    "size": {"type": "integer", "minimum": 1},
+                                    "color": {"type": "string", "default": "blue"},
+                                },
+                            },
+                            "status": {
+                                "type": "object",
+                                "properties": {
+                                    "phase": {"type": "string"},
+                                    "size": {"type": "integer"},
+                                },
+                            },
+                        },
+                    }
+                },
+            }
+        ],
     },
-}  # fmt: skip
+}
 
 
 class Api:
@@ -58,15 +81,18 @@ class Api:
     def __init__(self, session: ClientSession, url: str) -> None:
         self.session, self.url = session, url
 
-    async def call(self, method: str, path: str, body: Any = None,
-                   content_type: str = JSON) -> tuple[int, Any]:  # fmt: skip
+    async def call(
+        self, method: str, path: str, body: Any = None, content_type: str = JSON
+    ) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body)
-        async with self.session.request(method, self.url + path, data=data,
-                                        headers={"Content-Type": content_type}) as response:  # fmt: skip
+        async with self.session.request(
+            method, self.url + path, data=data, headers={"Content-Type": content_type}
+        ) as response:
             return response.status, await response.json()
 
-    async def ok(self, method: str, path: str, body: Any = None,
-                 content_type: str = JSON) -> dict[str, Any]:  # fmt: skip
+    async def ok(
+        self, method: str, path: str, body: Any = None, content_type: str = JSON
+    ) -> dict[str, Any]:
         status, answer = await self.call(method, path, body, content_type)
         assert status in (200, 201), answer
         assert isinstance(answer, dict)
@@ -99,12 +125,14 @@ async def test_objects_get_identity_and_versions(api: Api) -> None:
     created = await api.ok("POST", CONFIGMAPS, configmap(name, a="1"))
     metadata = created["metadata"]
     assert metadata["namespace"] == "default"
-    assert metadata["uid"] and metadata["creationTimestamp"].endswith("Z")
+    assert metadata["uid"]
+    assert metadata["creationTimestamp"].endswith("Z")
     assert int(metadata["resourceVersion"]) > 0
     read = await api.ok("GET", f"{CONFIGMAPS}/{name}")
     assert read == created
     listed = await api.ok("GET", CONFIGMAPS)
-    assert listed["kind"] == "ConfigMapList" and listed["apiVersion"] == "v1"
+    assert listed["kind"] == "ConfigMapList"
+    assert listed["apiVersion"] == "v1"
     assert int(listed["metadata"]["resourceVersion"]) >= int(metadata["resourceVersion"])
     assert name in [item["metadata"]["name"] for item in listed["items"]]
 
@@ -113,13 +141,15 @@ async def test_errors_are_status_objects(api: Api) -> None:
     name = fresh("cm")
     status, missing = await api.call("GET", f"{CONFIGMAPS}/{name}")
     assert status == 404
-    assert missing["kind"] == "Status" and missing["reason"] == "NotFound"
+    assert missing["kind"] == "Status"
+    assert missing["reason"] == "NotFound"
     assert missing["message"] == f'configmaps "{name}" not found'
     await api.ok("POST", CONFIGMAPS, configmap(name))
     status, duplicate = await api.call("POST", CONFIGMAPS, configmap(name))
     assert (status, duplicate["reason"]) == (409, "AlreadyExists")
-    status, nowhere = await api.call("POST", "/api/v1/namespaces/nowhere/configmaps",
-                                     configmap(name))  # fmt: skip
+    status, nowhere = await api.call(
+        "POST", "/api/v1/namespaces/nowhere/configmaps", configmap(name)
+    )
     assert (status, nowhere["message"]) == (404, 'namespaces "nowhere" not found')
 
 
@@ -145,9 +175,14 @@ async def test_merge_and_json_patches(api: Api) -> None:
     created = await api.ok("POST", CONFIGMAPS, configmap(name, a="1", b="2"))
     merged = await api.ok("PATCH", f"{CONFIGMAPS}/{name}", {"data": {"a": None, "c": "3"}}, MERGE)
     assert merged["data"] == {"b": "2", "c": "3"}
-    stale = [{"op": "test", "path": "/metadata/resourceVersion",
-              "value": created["metadata"]["resourceVersion"]},
-             {"op": "add", "path": "/data/d", "value": "4"}]  # fmt: skip
+    stale = [
+        {
+            "op": "test",
+            "path": "/metadata/resourceVersion",
+            "value": created["metadata"]["resourceVersion"],
+        },
+        {"op": "add", "path": "/data/d", "value": "4"},
+    ]
     status, refused = await api.call("PATCH", f"{CONFIGMAPS}/{name}", stale, JSON_PATCH)
     assert status == 422, refused
     fresh_ops = [{**stale[0], "value": merged["metadata"]["resourceVersion"]}, stale[1]]
@@ -158,19 +193,48 @@ async def test_merge_and_json_patches(api: Api) -> None:
 async def test_strategic_merge_patch_merges_lists_by_their_keys(api: Api) -> None:
     name = fresh("web")
     sts = {
-        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name},
-        "spec": {"serviceName": name, "selector": {"matchLabels": {"app": name}},
-                 "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [
-                     {"name": "a", "image": "a:1", "env": [{"name": "X", "value": "1"}],
-                      "ports": [{"containerPort": 80}]},
-                     {"name": "b", "image": "b:1"}]}}},
-    }  # fmt: skip
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name},
+        "spec": {
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "a",
+                            "image": "a:1",
+                            "env": [{"name": "X", "value": "1"}],
+                            "ports": [{"containerPort": 80}],
+                        },
+                        {"name": "b", "image": "b:1"},
+                    ]
+                },
+            },
+        },
+    }
     path = f"/apis/apps/v1/namespaces/default/statefulsets/{name}"
     created = await api.ok("POST", "/apis/apps/v1/namespaces/default/statefulsets", sts)
-    assert created["spec"]["replicas"] == 1 and created["metadata"]["generation"] == 1
-    patch = {"spec": {"template": {"spec": {"containers": [
-        {"name": "a", "env": [{"name": "Y", "value": "2"}], "ports": [{"containerPort": 81}]},
-        {"name": "b", "$patch": "delete"}]}}}}  # fmt: skip
+    assert created["spec"]["replicas"] == 1
+    assert created["metadata"]["generation"] == 1
+    patch = {
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "a",
+                            "env": [{"name": "Y", "value": "2"}],
+                            "ports": [{"containerPort": 81}],
+                        },
+                        {"name": "b", "$patch": "delete"},
+                    ]
+                }
+            }
+        }
+    }
     patched = await api.ok("PATCH", path, patch, STRATEGIC)
     containers = patched["spec"]["template"]["spec"]["containers"]
     assert [c["name"] for c in containers] == ["a"]
@@ -182,36 +246,50 @@ async def test_strategic_merge_patch_merges_lists_by_their_keys(api: Api) -> Non
 
 async def test_statefulset_status_and_scale_subresources(api: Api) -> None:
     name = fresh("web")
-    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name},
-           "spec": {"replicas": 3, "serviceName": name,
-                    "selector": {"matchLabels": {"app": name}},
-                    "template": {"metadata": {"labels": {"app": name}},
-                                 "spec": {"containers": [{"name": "a", "image": "a"}]}}},
-           "status": {"replicas": 9}}  # fmt: skip
+    sts = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 3,
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "a", "image": "a"}]},
+            },
+        },
+        "status": {"replicas": 9},
+    }
     path = f"/apis/apps/v1/namespaces/default/statefulsets/{name}"
     created = await api.ok("POST", "/apis/apps/v1/namespaces/default/statefulsets", sts)
     assert created["status"]["replicas"] == 0
-    status = await api.ok("PATCH", f"{path}/status", {"status": {"readyReplicas": 3,
-                                                                 "replicas": 3}}, MERGE)  # fmt: skip
+    status = await api.ok(
+        "PATCH", f"{path}/status", {"status": {"readyReplicas": 3, "replicas": 3}}, MERGE
+    )
     assert status["status"]["readyReplicas"] == 3
     assert status["metadata"]["generation"] == 1
     ignored = await api.ok("PATCH", path, {"status": {"readyReplicas": 0}}, MERGE)
     assert ignored["status"]["readyReplicas"] == 3
     scale = await api.ok("GET", f"{path}/scale")
-    assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 3
+    assert scale["kind"] == "Scale"
+    assert scale["spec"]["replicas"] == 3
     assert scale["status"] == {"replicas": 3, "selector": f"app={name}"}
     await api.ok("PATCH", f"{path}/scale", {"spec": {"replicas": 5}}, MERGE)
     scaled = await api.ok("GET", path)
-    assert scaled["spec"]["replicas"] == 5 and scaled["metadata"]["generation"] == 2
+    assert scaled["spec"]["replicas"] == 5
+    assert scaled["metadata"]["generation"] == 2
 
 
 async def test_label_and_field_selectors(api: Api) -> None:
     tag = fresh("t")
     for name, tier in (("a", "web"), ("b", "db"), ("c", None)):
         labels = {"run": tag, **({"tier": tier} if tier else {})}
-        await api.ok("POST", CONFIGMAPS, {**configmap(f"{tag}-{name}"),
-                                          "metadata": {"name": f"{tag}-{name}",
-                                                       "labels": labels}})  # fmt: skip
+        await api.ok(
+            "POST",
+            CONFIGMAPS,
+            {**configmap(f"{tag}-{name}"), "metadata": {"name": f"{tag}-{name}", "labels": labels}},
+        )
 
     async def names(query: str) -> list[str]:
         listed = await api.ok("GET", f"{CONFIGMAPS}?{query}")
@@ -224,8 +302,9 @@ async def test_label_and_field_selectors(api: Api) -> None:
     assert await names(f"labelSelector=run={tag},tier") == ["a", "b"]
     assert await names(f"labelSelector=run={tag},!tier") == ["c"]
     assert await names(f"fieldSelector=metadata.name={tag}-b") == ["b"]
-    everywhere = await api.ok("GET", f"/api/v1/configmaps?fieldSelector=metadata.namespace="
-                              f"default,metadata.name={tag}-c")  # fmt: skip
+    everywhere = await api.ok(
+        "GET", f"/api/v1/configmaps?fieldSelector=metadata.namespace=default,metadata.name={tag}-c"
+    )
     assert [i["metadata"]["name"] for i in everywhere["items"]] == [f"{tag}-c"]
 
 
@@ -234,14 +313,29 @@ async def test_discovery_lists_the_kinds(api: Api) -> None:
     assert (await api.ok("GET", "/api"))["versions"] == ["v1"]
     core = await api.ok("GET", "/api/v1")
     names = {r["name"] for r in core["resources"]}
-    assert {"namespaces", "pods", "services", "configmaps", "secrets", "events",
-            "persistentvolumeclaims", "serviceaccounts"} <= names  # fmt: skip
+    assert {
+        "namespaces",
+        "pods",
+        "services",
+        "configmaps",
+        "secrets",
+        "events",
+        "persistentvolumeclaims",
+        "serviceaccounts",
+    } <= names
     groups = {g["name"] for g in (await api.ok("GET", "/apis"))["groups"]}
-    assert {"apps", "policy", "coordination.k8s.io", "events.k8s.io",
-            "apiextensions.k8s.io", "example.com"} <= groups  # fmt: skip
+    assert {
+        "apps",
+        "policy",
+        "coordination.k8s.io",
+        "events.k8s.io",
+        "apiextensions.k8s.io",
+        "example.com",
+    } <= groups
     apps = await api.ok("GET", "/apis/apps/v1")
     assert {"statefulsets", "statefulsets/status", "statefulsets/scale"} <= {
-        r["name"] for r in apps["resources"]}  # fmt: skip
+        r["name"] for r in apps["resources"]
+    }
     namespaces = await api.ok("GET", "/api/v1/namespaces")
     assert {"default", "kube-system"} <= {n["metadata"]["name"] for n in namespaces["items"]}
 
@@ -257,13 +351,19 @@ async def test_a_crd_is_served_once_created(api: Api) -> None:
     served = await api.ok("GET", "/apis/example.com/v1")
     assert {"gizmos", "gizmos/status", "gizmos/scale"} <= {r["name"] for r in served["resources"]}
     listed = await api.ok("GET", "/apis/example.com/v1/namespaces/default/gizmos")
-    assert listed["kind"] == "GizmoList" and listed["items"] == []
+    assert listed["kind"] == "GizmoList"
+    assert listed["items"] == []
 
 
 async def test_custom_objects_are_pruned_defaulted_and_validated(api: Api) -> None:
     name = fresh("w")
-    body = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name},
-            "spec": {"size": 1, "stray": True}, "extra": 1}  # fmt: skip
+    body = {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": {"size": 1, "stray": True},
+        "extra": 1,
+    }
     created = await api.ok("POST", WIDGETS, body)
     assert created["spec"] == {"size": 1, "color": "blue"}
     assert "extra" not in created
@@ -273,29 +373,46 @@ async def test_custom_objects_are_pruned_defaulted_and_validated(api: Api) -> No
     assert "greater than or equal to 1" in refused["message"]
     status, missing = await api.call("POST", WIDGETS, {**body, "spec": {}})
     assert status == 422
-    assert missing["details"]["causes"][0] == {"reason": "FieldValueRequired",
-                                               "message": "Required value",
-                                               "field": "spec.size"}  # fmt: skip
+    assert missing["details"]["causes"][0] == {
+        "reason": "FieldValueRequired",
+        "message": "Required value",
+        "field": "spec.size",
+    }
     status, strict = await api.call("POST", f"{WIDGETS}?fieldValidation=Strict", body)
-    assert status == 400 and 'unknown field "spec.stray"' in strict["message"]
+    assert status == 400
+    assert 'unknown field "spec.stray"' in strict["message"]
 
 
 async def test_custom_status_subresource_and_generation(api: Api) -> None:
     name = fresh("w")
-    body = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name},
-            "spec": {"size": 1}, "status": {"phase": "Ignored"}}  # fmt: skip
+    body = {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": {"size": 1},
+        "status": {"phase": "Ignored"},
+    }
     created = await api.ok("POST", WIDGETS, body)
-    assert "status" not in created and created["metadata"]["generation"] == 1
-    ready = await api.ok("PATCH", f"{WIDGETS}/{name}/status",
-                         {"status": {"phase": "Ready"}, "spec": {"size": 7}}, MERGE)  # fmt: skip
-    assert ready["status"] == {"phase": "Ready"} and ready["spec"]["size"] == 1
+    assert "status" not in created
+    assert created["metadata"]["generation"] == 1
+    ready = await api.ok(
+        "PATCH",
+        f"{WIDGETS}/{name}/status",
+        {"status": {"phase": "Ready"}, "spec": {"size": 7}},
+        MERGE,
+    )
+    assert ready["status"] == {"phase": "Ready"}
+    assert ready["spec"]["size"] == 1
     assert ready["metadata"]["generation"] == 1
-    labelled = await api.ok("PATCH", f"{WIDGETS}/{name}", {"metadata": {"labels": {"a": "b"}}},
-                            MERGE)  # fmt: skip
+    labelled = await api.ok(
+        "PATCH", f"{WIDGETS}/{name}", {"metadata": {"labels": {"a": "b"}}}, MERGE
+    )
     assert labelled["metadata"]["generation"] == 1
-    grown = await api.ok("PATCH", f"{WIDGETS}/{name}", {"spec": {"size": 2},
-                                                        "status": {"phase": "X"}}, MERGE)  # fmt: skip
-    assert grown["metadata"]["generation"] == 2 and grown["status"] == {"phase": "Ready"}
+    grown = await api.ok(
+        "PATCH", f"{WIDGETS}/{name}", {"spec": {"size": 2}, "status": {"phase": "X"}}, MERGE
+    )
+    assert grown["metadata"]["generation"] == 2
+    assert grown["status"] == {"phase": "Ready"}
     status, strategic = await api.call("PATCH", f"{WIDGETS}/{name}", {"spec": {}}, STRATEGIC)
     assert (status, strategic["reason"]) == (415, "UnsupportedMediaType")
 
@@ -307,9 +424,14 @@ async def test_finalizers_hold_a_deleted_object(api: Api) -> None:
     held = await api.ok("DELETE", f"{CONFIGMAPS}/{name}")
     assert held["metadata"]["deletionTimestamp"]
     assert (await api.ok("GET", f"{CONFIGMAPS}/{name}"))["metadata"]["finalizers"] == [
-        "example.com/hold"]  # fmt: skip
-    status, added = await api.call("PATCH", f"{CONFIGMAPS}/{name}",
-                                   {"metadata": {"finalizers": ["a", "example.com/hold"]}}, MERGE)  # fmt: skip
+        "example.com/hold"
+    ]
+    status, added = await api.call(
+        "PATCH",
+        f"{CONFIGMAPS}/{name}",
+        {"metadata": {"finalizers": ["a", "example.com/hold"]}},
+        MERGE,
+    )
     assert (status, added["reason"]) == (422, "Invalid")
     await api.ok("PATCH", f"{CONFIGMAPS}/{name}", {"metadata": {"finalizers": None}}, MERGE)
     status, _ = await api.call("GET", f"{CONFIGMAPS}/{name}")
@@ -321,19 +443,30 @@ async def test_deleting_an_owner_collects_its_dependents(api: Api) -> None:
     other = await api.ok("POST", CONFIGMAPS, configmap(fresh("other")))
 
     def ref(obj: dict[str, Any]) -> dict[str, Any]:
-        return {"apiVersion": "v1", "kind": "ConfigMap", "name": obj["metadata"]["name"],
-                "uid": obj["metadata"]["uid"]}  # fmt: skip
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": obj["metadata"]["name"],
+            "uid": obj["metadata"]["uid"],
+        }
 
     async def dependent(*owners: dict[str, Any]) -> str:
         name = fresh("dep")
-        await api.ok("POST", "/api/v1/namespaces/default/secrets",
-                     {"apiVersion": "v1", "kind": "Secret", "metadata": {
-                         "name": name, "ownerReferences": [ref(o) for o in owners]}})  # fmt: skip
+        await api.ok(
+            "POST",
+            "/api/v1/namespaces/default/secrets",
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": name, "ownerReferences": [ref(o) for o in owners]},
+            },
+        )
         return name
 
     only, shared = await dependent(owner), await dependent(owner, other)
     answer = await api.ok("DELETE", f"{CONFIGMAPS}/{owner['metadata']['name']}")
-    assert answer["kind"] == "Status" and answer["status"] == "Success"
+    assert answer["kind"] == "Status"
+    assert answer["status"] == "Success"
     status, _ = await api.call("GET", f"/api/v1/namespaces/default/secrets/{only}")
     assert status == 404
     kept = await api.ok("GET", f"/api/v1/namespaces/default/secrets/{shared}")
@@ -342,11 +475,25 @@ async def test_deleting_an_owner_collects_its_dependents(api: Api) -> None:
 
 async def test_foreground_and_orphan_propagation(api: Api) -> None:
     owner = await api.ok("POST", CONFIGMAPS, configmap(fresh("owner")))
-    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": owner["metadata"]["name"],
-           "uid": owner["metadata"]["uid"]}  # fmt: skip
+    ref = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+    }
     held = fresh("held")
-    await api.ok("POST", CONFIGMAPS, {**configmap(held), "metadata": {
-        "name": held, "ownerReferences": [ref], "finalizers": ["example.com/hold"]}})  # fmt: skip
+    await api.ok(
+        "POST",
+        CONFIGMAPS,
+        {
+            **configmap(held),
+            "metadata": {
+                "name": held,
+                "ownerReferences": [ref],
+                "finalizers": ["example.com/hold"],
+            },
+        },
+    )
     path = f"{CONFIGMAPS}/{owner['metadata']['name']}"
     waiting = await api.ok("DELETE", path, {"propagationPolicy": "Foreground"})
     assert waiting["metadata"]["finalizers"] == ["foregroundDeletion"]
@@ -356,9 +503,19 @@ async def test_foreground_and_orphan_propagation(api: Api) -> None:
 
     owner = await api.ok("POST", CONFIGMAPS, configmap(fresh("owner")))
     orphan = fresh("orphan")
-    await api.ok("POST", CONFIGMAPS, {**configmap(orphan), "metadata": {
-        "name": orphan, "ownerReferences": [{**ref, "name": owner["metadata"]["name"],
-                                             "uid": owner["metadata"]["uid"]}]}})  # fmt: skip
+    await api.ok(
+        "POST",
+        CONFIGMAPS,
+        {
+            **configmap(orphan),
+            "metadata": {
+                "name": orphan,
+                "ownerReferences": [
+                    {**ref, "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"]}
+                ],
+            },
+        },
+    )
     await api.ok("DELETE", f"{CONFIGMAPS}/{owner['metadata']['name']}?propagationPolicy=Orphan")
     assert "ownerReferences" not in (await api.ok("GET", f"{CONFIGMAPS}/{orphan}"))["metadata"]
 
@@ -376,20 +533,29 @@ async def test_the_asyncio_client_works(kube: KubeApiServer) -> None:
     name = fresh("cm")
     async with await new_client_from_config(config_file=str(kube.kubeconfig)) as client:
         core = k8s.CoreV1Api(client)
-        await core.create_namespaced_config_map("default", k8s.V1ConfigMap(
-            metadata=k8s.V1ObjectMeta(name=name), data={"a": "1"}))  # fmt: skip
+        await core.create_namespaced_config_map(
+            "default", k8s.V1ConfigMap(metadata=k8s.V1ObjectMeta(name=name), data={"a": "1"})
+        )
         await core.patch_namespaced_config_map(name, "default", {"data": {"b": "2"}})
         read = await core.read_namespaced_config_map(name, "default")
         assert read.data == {"a": "1", "b": "2"}
-        listed = await core.list_namespaced_config_map("default", field_selector=f"metadata.name={name}")
+        listed = await core.list_namespaced_config_map(
+            "default", field_selector=f"metadata.name={name}"
+        )
         assert [c.metadata.name for c in listed.items] == [name]
         custom = k8s.CustomObjectsApi(client)
-        widget = {"apiVersion": "example.com/v1", "kind": "Widget",
-                  "metadata": {"name": name}, "spec": {"size": 2}}  # fmt: skip
-        await custom.create_namespaced_custom_object("example.com", "v1", "default", "widgets",
-                                                     widget)  # fmt: skip
-        got = await custom.get_namespaced_custom_object("example.com", "v1", "default",
-                                                        "widgets", name)  # fmt: skip
+        widget = {
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": name},
+            "spec": {"size": 2},
+        }
+        await custom.create_namespaced_custom_object(
+            "example.com", "v1", "default", "widgets", widget
+        )
+        got = await custom.get_namespaced_custom_object(
+            "example.com", "v1", "default", "widgets", name
+        )
         assert got["spec"] == {"size": 2, "color": "blue"}
         with pytest.raises(k8s.ApiException) as refused:
             await core.read_namespaced_config_map(fresh("missing"), "default")

@@ -20,8 +20,9 @@ CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 
 @pytest.fixture(scope="module")
 def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeApiServer]:
-    with running_kube_api(tmp_path_factory.mktemp("kube") / "kubeconfig",
-                          bookmark_interval=0.2) as server:  # fmt: skip
+    with running_kube_api(
+        tmp_path_factory.mktemp("kube") / "kubeconfig", bookmark_interval=0.2
+    ) as server:
         yield server
 
 
@@ -32,12 +33,17 @@ async def session() -> AsyncIterator[ClientSession]:
 
 
 def configmap(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "labels": labels or {}}, "data": {"n": "0"}}  # fmt: skip
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels or {}},
+        "data": {"n": "0"},
+    }
 
 
-async def events(session: ClientSession, url: str, stop: int | None = None,
-                 until: str = "") -> list[dict[str, Any]]:  # fmt: skip
+async def events(
+    session: ClientSession, url: str, stop: int | None = None, until: str = ""
+) -> list[dict[str, Any]]:
     """The events of one watch request: all of them until the server ends it, or the
     first ``stop`` events, or those up to the first of type ``until``."""
     seen: list[dict[str, Any]] = []
@@ -51,7 +57,8 @@ async def events(session: ClientSession, url: str, stop: int | None = None,
 
 
 async def test_a_watch_from_a_list_misses_nothing_written_meanwhile(
-        kube: KubeApiServer, session: ClientSession) -> None:  # fmt: skip
+    kube: KubeApiServer, session: ClientSession
+) -> None:
     """A writer in another thread keeps going while the test lists, then watches from the
     list's resourceVersion: every write after the list arrives, once, in order."""
     tag, writes = uuid.uuid4().hex[:8], 300
@@ -88,11 +95,14 @@ async def test_a_watch_from_a_list_misses_nothing_written_meanwhile(
 
 
 async def test_a_watch_streams_live_changes_then_times_out(
-        kube: KubeApiServer, session: ClientSession) -> None:  # fmt: skip
+    kube: KubeApiServer, session: ClientSession
+) -> None:
     name = f"live-{uuid.uuid4().hex[:8]}"
     since = kube.cluster.store.revision
-    url = (f"{kube.url}{CONFIGMAPS}?watch=true&resourceVersion={since}&timeoutSeconds=2"
-           f"&fieldSelector=metadata.name={name}")  # fmt: skip
+    url = (
+        f"{kube.url}{CONFIGMAPS}?watch=true&resourceVersion={since}&timeoutSeconds=2"
+        f"&fieldSelector=metadata.name={name}"
+    )
     watching = asyncio.create_task(events(session, url))
     await asyncio.sleep(0.2)
     cluster = kube.cluster
@@ -106,10 +116,13 @@ async def test_a_watch_streams_live_changes_then_times_out(
 
 
 async def test_bookmarks_carry_the_latest_resource_version(
-        kube: KubeApiServer, session: ClientSession) -> None:  # fmt: skip
+    kube: KubeApiServer, session: ClientSession
+) -> None:
     since = kube.cluster.store.revision
-    url = (f"{kube.url}/api/v1/namespaces/default/secrets?watch=true&resourceVersion={since}"
-           "&allowWatchBookmarks=true")  # fmt: skip
+    url = (
+        f"{kube.url}/api/v1/namespaces/default/secrets?watch=true&resourceVersion={since}"
+        "&allowWatchBookmarks=true"
+    )
     await asyncio.to_thread(kube.cluster.create_object, configmap(f"bm-{uuid.uuid4().hex[:8]}"))
     seen = await events(session, url, until="BOOKMARK")
     assert [e["type"] for e in seen] == ["BOOKMARK"]
@@ -118,9 +131,12 @@ async def test_bookmarks_carry_the_latest_resource_version(
 
 
 async def test_initial_events_end_with_a_bookmark(
-        kube: KubeApiServer, session: ClientSession) -> None:  # fmt: skip
-    url = (f"{kube.url}/api/v1/namespaces?watch=true&sendInitialEvents=true"
-           "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true")  # fmt: skip
+    kube: KubeApiServer, session: ClientSession
+) -> None:
+    url = (
+        f"{kube.url}/api/v1/namespaces?watch=true&sendInitialEvents=true"
+        "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+    )
     seen = await events(session, url, until="BOOKMARK")
     assert {"default", "kube-system"} <= {e["object"]["metadata"]["name"] for e in seen[:-1]}
     assert {e["type"] for e in seen[:-1]} == {"ADDED"}
@@ -128,27 +144,35 @@ async def test_initial_events_end_with_a_bookmark(
 
 
 async def test_objects_leaving_a_selector_are_reported_deleted(
-        kube: KubeApiServer, session: ClientSession) -> None:  # fmt: skip
+    kube: KubeApiServer, session: ClientSession
+) -> None:
     tag = uuid.uuid4().hex[:8]
     since = kube.cluster.store.revision
     url = f"{kube.url}/api/v1/configmaps?watch=true&resourceVersion={since}&labelSelector=t={tag}"
     cluster = kube.cluster
     await asyncio.to_thread(cluster.create_object, configmap(f"{tag}-a", {"t": tag}))
     await asyncio.to_thread(cluster.create_object, configmap(f"{tag}-b"))
-    await asyncio.to_thread(cluster.patch_object, "configmaps", f"{tag}-b",
-                            {"metadata": {"labels": {"t": tag}}})  # fmt: skip
-    await asyncio.to_thread(cluster.patch_object, "configmaps", f"{tag}-a",
-                            {"metadata": {"labels": {"t": "other"}}})  # fmt: skip
+    await asyncio.to_thread(
+        cluster.patch_object, "configmaps", f"{tag}-b", {"metadata": {"labels": {"t": tag}}}
+    )
+    await asyncio.to_thread(
+        cluster.patch_object, "configmaps", f"{tag}-a", {"metadata": {"labels": {"t": "other"}}}
+    )
     seen = await events(session, url, stop=3)
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in seen] == [
-        ("ADDED", f"{tag}-a"), ("ADDED", f"{tag}-b"), ("DELETED", f"{tag}-a")]  # fmt: skip
+        ("ADDED", f"{tag}-a"),
+        ("ADDED", f"{tag}-b"),
+        ("DELETED", f"{tag}-a"),
+    ]
 
 
 async def test_a_compacted_resource_version_is_gone(
-        kube: KubeApiServer, session: ClientSession) -> None:  # fmt: skip
+    kube: KubeApiServer, session: ClientSession
+) -> None:
     since = kube.cluster.store.revision
     await asyncio.to_thread(kube.cluster.create_object, configmap(f"gc-{uuid.uuid4().hex[:8]}"))
     kube.cluster.store.compact()
     seen = await events(session, f"{kube.url}{CONFIGMAPS}?watch=true&resourceVersion={since}")
     assert [e["type"] for e in seen] == ["ERROR"]
-    assert seen[0]["object"]["code"] == 410 and seen[0]["object"]["reason"] == "Expired"
+    assert seen[0]["object"]["code"] == 410
+    assert seen[0]["object"]["reason"] == "Expired"

@@ -44,7 +44,6 @@ from types import TracebackType
 
 import yaml
 from aiohttp import web
-
 from kube_api_cluster import Cluster
 from kube_api_http import make_app
 from kube_api_watch import Watches
@@ -60,8 +59,12 @@ def write_kubeconfig(path: Path, url: str, token: str, namespace: str = "default
         "kind": "Config",
         "clusters": [{"name": "emulated", "cluster": {"server": url}}],
         "users": [{"name": "tester", "user": {"token": token}}],
-        "contexts": [{"name": "emulated", "context": {"cluster": "emulated", "user": "tester",
-                                                      "namespace": namespace}}],  # fmt: skip
+        "contexts": [
+            {
+                "name": "emulated",
+                "context": {"cluster": "emulated", "user": "tester", "namespace": namespace},
+            }
+        ],
         "current-context": "emulated",
         "preferences": {},
     }
@@ -73,9 +76,16 @@ class KubeApiServer:
     """The emulated API server on 127.0.0.1 (an ephemeral port unless told), with a
     kubeconfig for it written to ``kubeconfig_path``."""
 
-    def __init__(self, kubeconfig_path: Path, *, port: int = 0, token: str | None = None,
-                 cluster: Cluster | None = None, bookmark_interval: float = 5.0,
-                 watch_timeout: float = 1800.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        kubeconfig_path: Path,
+        *,
+        port: int = 0,
+        token: str | None = None,
+        cluster: Cluster | None = None,
+        bookmark_interval: float = 5.0,
+        watch_timeout: float = 1800.0,
+    ) -> None:
         self.cluster = cluster or Cluster()
         self.kubeconfig = kubeconfig_path
         self.token = token or secrets.token_hex(16)
@@ -104,14 +114,19 @@ class KubeApiServer:
         await self.start()
         return self
 
-    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                        trace: TracebackType | None) -> None:  # fmt: skip
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
         await self.stop()
 
 
 @contextlib.contextmanager
-def running_kube_api(kubeconfig_path: Path, *, cluster: Cluster | None = None,
-                     bookmark_interval: float = 5.0) -> Iterator[KubeApiServer]:  # fmt: skip
+def running_kube_api(
+    kubeconfig_path: Path, *, cluster: Cluster | None = None, bookmark_interval: float = 5.0
+) -> Iterator[KubeApiServer]:
     """Run a :class:`KubeApiServer` on its own event loop in a thread for the block's
     duration."""
     loop = asyncio.new_event_loop()

@@ -28,8 +28,13 @@ from kube_api_resources import ResourceType
 __all__ = ["for_create", "for_update", "stamp", "unchanged"]
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_SERVER_OWNED = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-                 "generation")  # fmt: skip
+_SERVER_OWNED = (
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+)
 _INITIAL_STATUS: dict[str, dict[str, Any]] = {
     "Namespace": {"phase": "Active"},
     "Pod": {"phase": "Pending"},
@@ -45,11 +50,14 @@ def stamp(moment: dt.datetime) -> str:
 
 def _check_type(rt: ResourceType, body: dict[str, Any]) -> None:
     if body.get("apiVersion") not in (None, rt.api_version):
-        raise bad_request(f"the API version in the data ({body['apiVersion']}) does not match "
-                          f"the expected API version ({rt.api_version})")  # fmt: skip
+        raise bad_request(
+            f"the API version in the data ({body['apiVersion']}) does not match "
+            f"the expected API version ({rt.api_version})"
+        )
     if body.get("kind") not in (None, rt.kind):
-        raise bad_request(f"the kind in the data ({body['kind']}) does not match the expected "
-                          f"kind ({rt.kind})")  # fmt: skip
+        raise bad_request(
+            f"the kind in the data ({body['kind']}) does not match the expected kind ({rt.kind})"
+        )
     body["apiVersion"], body["kind"] = rt.api_version, rt.kind
 
 
@@ -60,8 +68,9 @@ def _place(rt: ResourceType, body: dict[str, Any], namespace: str) -> dict[str, 
     if not rt.namespaced:
         metadata.pop("namespace", None)
     elif metadata.get("namespace", namespace) != namespace:
-        raise bad_request("the namespace of the provided object does not match the namespace "
-                          "sent on the request")  # fmt: skip
+        raise bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
     else:
         metadata["namespace"] = namespace
     return metadata
@@ -71,17 +80,31 @@ def _name(rt: ResourceType, metadata: dict[str, Any]) -> None:
     if not metadata.get("name") and metadata.get("generateName"):
         alphabet = "bcdfghjklmnpqrstvwxz2456789"
         metadata["name"] = metadata["generateName"] + "".join(
-            secrets.choice(alphabet) for _ in range(5))
+            secrets.choice(alphabet) for _ in range(5)
+        )
     name = metadata.get("name")
     if not name:
-        raise invalid(rt.kind, rt.group, "", [Cause("FieldValueRequired", "Required value: name "
-                      "or generateName is required", "metadata.name")])  # fmt: skip
+        raise invalid(
+            rt.kind,
+            rt.group,
+            "",
+            [
+                Cause(
+                    "FieldValueRequired",
+                    "Required value: name or generateName is required",
+                    "metadata.name",
+                )
+            ],
+        )
     if not _NAME.match(str(name)) or len(str(name)) > 253:
-        message = (f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of '
-                   "lower case alphanumeric characters, '-' or '.', and must start and end "
-                   "with an alphanumeric character")
-        raise invalid(rt.kind, rt.group, str(name), [Cause("FieldValueInvalid", message,
-                                                           "metadata.name")])  # fmt: skip
+        message = (
+            f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of '
+            "lower case alphanumeric characters, '-' or '.', and must start and end "
+            "with an alphanumeric character"
+        )
+        raise invalid(
+            rt.kind, rt.group, str(name), [Cause("FieldValueInvalid", message, "metadata.name")]
+        )
 
 
 def _omit_empty(metadata: dict[str, Any]) -> None:
@@ -96,8 +119,9 @@ def _builtin_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
         obj.setdefault("spec", {}).setdefault("replicas", 1)
 
 
-def for_create(rt: ResourceType, body: dict[str, Any], namespace: str,
-               now: dt.datetime) -> dict[str, Any]:  # fmt: skip
+def for_create(
+    rt: ResourceType, body: dict[str, Any], namespace: str, now: dt.datetime
+) -> dict[str, Any]:
     """The object to store for a create of ``body`` in ``namespace``."""
     obj = copy.deepcopy(body)
     _check_type(rt, obj)
@@ -121,8 +145,9 @@ def _content(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ignored}
 
 
-def for_update(rt: ResourceType, body: dict[str, Any], old: dict[str, Any],
-               subresource: str) -> dict[str, Any]:  # fmt: skip
+def for_update(
+    rt: ResourceType, body: dict[str, Any], old: dict[str, Any], subresource: str
+) -> dict[str, Any]:
     """The object to store for an update of ``old`` to ``body`` (main resource or status)."""
     obj = copy.deepcopy(body)
     _check_type(rt, obj)
@@ -155,10 +180,13 @@ def _check_finalizers(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any]
     if not old["metadata"].get("deletionTimestamp"):
         return
     added = set(obj["metadata"].get("finalizers") or []) - set(
-        old["metadata"].get("finalizers") or [])
+        old["metadata"].get("finalizers") or []
+    )
     if added:
-        message = ("Forbidden: no new finalizers can be added if the object is being deleted, "
-                   f"found new finalizers {sorted(added)}")
+        message = (
+            "Forbidden: no new finalizers can be added if the object is being deleted, "
+            f"found new finalizers {sorted(added)}"
+        )
         cause = Cause("FieldValueForbidden", message, "metadata.finalizers")
         raise invalid(rt.kind, rt.group, old["metadata"]["name"], [cause])
 

@@ -33,8 +33,10 @@ class SchemaNode:
 
     def _resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
         while "$ref" in schema:
-            schema = {**self._definitions.get(schema["$ref"][len(_REF) :], {}),
-                      **{k: v for k, v in schema.items() if k != "$ref"}}  # fmt: skip
+            schema = {
+                **self._definitions.get(schema["$ref"][len(_REF) :], {}),
+                **{k: v for k, v in schema.items() if k != "$ref"},
+            }
         return schema
 
     def field(self, name: str) -> SchemaNode:
@@ -72,9 +74,9 @@ def _openapi(schema: Any) -> Any:
             converted[key] = [_openapi(sub) for sub in value]
         elif key != "type":
             converted[key] = value
-    types = [t for t in _types(schema) if t != "null"]
-    if types:
-        converted["type"] = types[0]
+    non_null = [t for t in _types(schema) if t != "null"]
+    if non_null:
+        converted["type"] = non_null[0]
     ref = converted.pop("$ref", None)
     if isinstance(ref, str):
         return {"allOf": [{"$ref": "#/components/schemas/" + ref[len(_REF) :]}], **converted}

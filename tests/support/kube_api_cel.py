@@ -26,15 +26,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import celpy
-
+import celpy.adapter
 from kube_api_errors import Cause
 from kube_api_schema import field_path
 
 __all__ = ["CelRules", "RuleError"]
 
 _OLD_SELF = re.compile(r"\boldSelf\b")
-_TYPE_NAMES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer",
-               float: "number"}  # fmt: skip
+_TYPE_NAMES = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+}
 
 
 class RuleError(ValueError):
@@ -64,15 +70,17 @@ def _rules(environment: celpy.Environment, schema: dict[str, Any]) -> list[_Rule
     for spec in schema.get("x-kubernetes-validations") or []:
         text = str(spec.get("rule", ""))
         expression = spec.get("messageExpression")
-        rules.append(_Rule(
-            text=text,
-            program=_compile(environment, text),
-            message=str(spec.get("message") or f"failed rule: {text}"),
-            message_program=_compile(environment, expression) if expression else None,
-            reason=str(spec.get("reason") or "FieldValueInvalid"),
-            field_path=str(spec.get("fieldPath") or ""),
-            transition=bool(_OLD_SELF.search(text)),
-        ))  # fmt: skip
+        rules.append(
+            _Rule(
+                text=text,
+                program=_compile(environment, text),
+                message=str(spec.get("message") or f"failed rule: {text}"),
+                message_program=_compile(environment, expression) if expression else None,
+                reason=str(spec.get("reason") or "FieldValueInvalid"),
+                field_path=str(spec.get("fieldPath") or ""),
+                transition=bool(_OLD_SELF.search(text)),
+            )
+        )
     return rules
 
 
@@ -81,8 +89,9 @@ class _Node:
 
     def __init__(self, environment: celpy.Environment, schema: dict[str, Any]) -> None:
         self.rules = _rules(environment, schema)
-        self.properties = {name: _Node(environment, sub)
-                           for name, sub in (schema.get("properties") or {}).items()}  # fmt: skip
+        self.properties = {
+            name: _Node(environment, sub) for name, sub in (schema.get("properties") or {}).items()
+        }
         extra, items = schema.get("additionalProperties"), schema.get("items")
         self.extra = _Node(environment, extra) if isinstance(extra, dict) else None
         self.items = _Node(environment, items) if isinstance(items, dict) else None
@@ -95,14 +104,15 @@ class _Node:
 
 
 def _cel(value: Any) -> Any:
-    return celpy.json_to_cel(value)
+    return celpy.adapter.json_to_cel(value)
 
 
 def _old_item(item: Any, old: Any, keys: tuple[str, ...]) -> Any:
     if not keys or not isinstance(item, dict) or not isinstance(old, list):
         return None
-    return next((o for o in old if isinstance(o, dict)
-                 and all(o.get(k) == item.get(k) for k in keys)), None)  # fmt: skip
+    return next(
+        (o for o in old if isinstance(o, dict) and all(o.get(k) == item.get(k) for k in keys)), None
+    )
 
 
 class CelRules:
@@ -119,8 +129,9 @@ class CelRules:
         self._check(self._root, new, old, [], causes)
         return causes
 
-    def _check(self, node: _Node, value: Any, old: Any, path: list[str | int],
-               causes: list[Cause]) -> None:  # fmt: skip
+    def _check(
+        self, node: _Node, value: Any, old: Any, path: list[str | int], causes: list[Cause]
+    ) -> None:
         for rule in node.rules:
             if rule.transition and old is None:
                 continue
@@ -143,16 +154,14 @@ def _evaluate(rule: _Rule, value: Any, old: Any, path: list[str | int]) -> Cause
     activation = {"self": _cel(value)}
     if old is not None:
         activation["oldSelf"] = _cel(old)
-    where = field_path(path)
-    if rule.field_path:
-        where += rule.field_path if rule.field_path.startswith("[") else rule.field_path
-        where = where.lstrip(".")
+    where = (field_path(path) + rule.field_path).lstrip(".")
     shown = _TYPE_NAMES.get(type(value), "object")
     try:
         result = rule.program.evaluate(activation)
     except Exception as error:  # an evaluation error refuses the write, as on the real server
-        return Cause(rule.reason, f'Invalid value: "{shown}": {error} evaluating rule: '
-                     f"{rule.text}", where)  # fmt: skip
+        return Cause(
+            rule.reason, f'Invalid value: "{shown}": {error} evaluating rule: {rule.text}', where
+        )
     if isinstance(result, celpy.celtypes.BoolType) and bool(result):
         return None
     if isinstance(result, celpy.evaluation.CELEvalError):

@@ -23,10 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 import kube_api_admission as admission
 import kube_api_patch as patching
+import yaml
 from kube_api_builtin_schema import BuiltinSchemas
 from kube_api_collector import FOREGROUND, Action, after_removal, dependents_of, ref_of
 from kube_api_crd import CustomVersion, accepted_status, compile_crd
@@ -104,25 +103,38 @@ class Cluster:
             raise not_found(rt.plural, rt.group, name)
         return found
 
-    def read(self, rt: ResourceType, namespace: str, name: str,
-             subresource: str = "") -> dict[str, Any]:  # fmt: skip
+    def read(
+        self, rt: ResourceType, namespace: str, name: str, subresource: str = ""
+    ) -> dict[str, Any]:
         obj = self._present(rt, self._existing(rt, namespace, name))
         return self._scale_of(rt, obj) if subresource == "scale" else obj
 
-    def list(self, rt: ResourceType, namespace: str | None, labels: str | None = None,
-             fields: str | None = None) -> tuple[list[dict[str, Any]], int]:  # fmt: skip
+    def query(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        labels: str | None = None,
+        fields: str | None = None,
+    ) -> tuple[list[dict[str, Any]], int]:
         """The matching objects and the revision they were read at."""
         wanted_labels, wanted_fields = label_selector(labels), field_selector(fields)
         with self.store.locked():
-            objects = self.store.list(rt.group_resource, namespace if rt.namespaced else None)
+            objects = self.store.objects(rt.group_resource, namespace if rt.namespaced else None)
             revision = self.store.revision
         found = [self._present(rt, o) for o in objects if wanted_labels(o) and wanted_fields(o)]
         return found, revision
 
     # -- writing -------------------------------------------------------------------------
 
-    def create(self, rt: ResourceType, namespace: str, body: dict[str, Any], *,
-               dry_run: bool = False, validation: str = "Warn") -> Outcome:  # fmt: skip
+    def create(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        body: dict[str, Any],
+        *,
+        dry_run: bool = False,
+        validation: str = "Warn",
+    ) -> Outcome:
         with self.store.locked():
             if rt.namespaced:
                 self._check_namespace(namespace)
@@ -134,15 +146,28 @@ class Cluster:
             stored = obj if dry_run else self._put(rt, obj)
             return Outcome(self._present(rt, stored), warnings, created=True)
 
-    def update(self, rt: ResourceType, namespace: str, name: str, body: dict[str, Any], *,
-               subresource: str = "", dry_run: bool = False,
-               validation: str = "Warn") -> Outcome:  # fmt: skip
+    def update(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: dict[str, Any],
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+        validation: str = "Warn",
+    ) -> Outcome:
         with self.store.locked():
             old = self._existing(rt, namespace, name)
             wanted = body.get("metadata", {}).get("resourceVersion")
             if wanted and wanted != old["metadata"]["resourceVersion"]:
-                raise conflict(rt.plural, rt.group, name, "the object has been modified; please "
-                               "apply your changes to the latest version and try again")  # fmt: skip
+                raise conflict(
+                    rt.plural,
+                    rt.group,
+                    name,
+                    "the object has been modified; please "
+                    "apply your changes to the latest version and try again",
+                )
             if subresource == "scale":
                 body = self._apply_scale(rt, old, body)
                 subresource = ""
@@ -153,13 +178,23 @@ class Cluster:
             stored = obj if dry_run else self._write(rt, obj)
             return Outcome(self._present(rt, stored), warnings)
 
-    def patch(self, rt: ResourceType, namespace: str, name: str, content_type: str,
-              patch: Any, *, subresource: str = "", dry_run: bool = False,
-              validation: str = "Warn") -> Outcome:  # fmt: skip
+    def patch(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        content_type: str,
+        patch: Any,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+        validation: str = "Warn",
+    ) -> Outcome:
         kind = PATCH_TYPES.get(content_type.split(";")[0].strip())
         if kind is None or (kind == "strategic" and not rt.builtin):
-            raise unsupported_media_type(", ".join(k for k, v in PATCH_TYPES.items()
-                                                   if v != "strategic" or rt.builtin))  # fmt: skip
+            raise unsupported_media_type(
+                ", ".join(k for k, v in PATCH_TYPES.items() if v != "strategic" or rt.builtin)
+            )
         with self.store.locked():
             existing = self.store.get(rt.group_resource, namespace if rt.namespaced else "", name)
             if existing is None and kind == "apply" and not subresource:
@@ -171,11 +206,19 @@ class Cluster:
             if subresource == "scale":
                 current = self._scale_of(rt, current)
             patched = self._patched(rt, current, kind, patch)
-            return self.update(rt, namespace, name, patched, subresource=subresource,
-                               dry_run=dry_run, validation=validation)  # fmt: skip
+            return self.update(
+                rt,
+                namespace,
+                name,
+                patched,
+                subresource=subresource,
+                dry_run=dry_run,
+                validation=validation,
+            )
 
-    def _patched(self, rt: ResourceType, current: dict[str, Any], kind: str,
-                 patch: Any) -> dict[str, Any]:  # fmt: skip
+    def _patched(
+        self, rt: ResourceType, current: dict[str, Any], kind: str, patch: Any
+    ) -> dict[str, Any]:
         patch = _decoded(patch)
         if kind == "json":
             result = patching.json_patch(current, patch)
@@ -188,8 +231,9 @@ class Cluster:
             raise bad_request("a patch must leave an object")
         return result
 
-    def delete(self, rt: ResourceType, namespace: str, name: str,
-               options: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    def delete(
+        self, rt: ResourceType, namespace: str, name: str, options: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Delete (``options`` is a DeleteOptions body); the object if it stays (finalizers),
         else a success Status."""
         options = options or {}
@@ -199,7 +243,8 @@ class Cluster:
             if "All" in (options.get("dryRun") or []):
                 return self._present(rt, old)
             policy = options.get("propagationPolicy") or (
-                "Orphan" if options.get("orphanDependents") else "Background")
+                "Orphan" if options.get("orphanDependents") else "Background"
+            )
             if policy not in ("Background", "Foreground", "Orphan"):
                 raise bad_request(f"unsupported propagationPolicy: {policy!r}")
             kept = self._delete(rt, old, policy)
@@ -208,13 +253,24 @@ class Cluster:
         details = {"name": name, "kind": rt.plural, "uid": old["metadata"].get("uid")}
         if rt.group:
             details["group"] = rt.group
-        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                "details": details}  # fmt: skip
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": details,
+        }
 
-    def delete_collection(self, rt: ResourceType, namespace: str | None, labels: str | None,
-                          fields: str | None, options: dict[str, Any]) -> list[dict[str, Any]]:  # fmt: skip
+    def delete_collection(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        labels: str | None,
+        fields: str | None,
+        options: dict[str, Any],
+    ) -> list[dict[str, Any]]:
         with self.store.locked():
-            victims, _ = self.list(rt, namespace, labels, fields)
+            victims, _ = self.query(rt, namespace, labels, fields)
             for victim in victims:
                 metadata = victim["metadata"]
                 self.delete(rt, metadata.get("namespace", ""), metadata["name"], options)
@@ -231,11 +287,14 @@ class Cluster:
         if found is None:
             raise not_found("namespaces", "", namespace)
         if found["metadata"].get("deletionTimestamp"):
-            raise forbidden(f"unable to create new content in namespace {namespace} because it "
-                            "is being terminated")  # fmt: skip
+            raise forbidden(
+                f"unable to create new content in namespace {namespace} because it "
+                "is being terminated"
+            )
 
-    def _admit(self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None,
-               validation: str) -> list[str]:  # fmt: skip
+    def _admit(
+        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, validation: str
+    ) -> list[str]:
         """Check (and for custom kinds prune and default) ``obj`` in place; the warnings."""
         if rt.group_resource == _CRDS:
             compile_crd(obj)
@@ -247,8 +306,10 @@ class Cluster:
         pruned, unknown = version.schema.prune(obj)
         if unknown and validation == "Strict":
             listed = ", ".join(f'unknown field "{u}"' for u in unknown)
-            raise bad_request(f"{rt.kind} in version \"{rt.version}\" cannot be handled as a "
-                              f"{rt.kind}: strict decoding error: {listed}")  # fmt: skip
+            raise bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a '
+                f"{rt.kind}: strict decoding error: {listed}"
+            )
         checked = version.schema.default(pruned)
         causes = version.schema.validate(checked) or version.rules.check(checked, old)
         if causes:
@@ -266,10 +327,8 @@ class Cluster:
     def _write(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """Store an update, or remove the object if it was being deleted and nothing holds
         it any more."""
-        metadata = obj["metadata"]
-        if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
-            if not self._held(rt.group_resource, obj):
-                return self._remove(rt.group_resource, obj)
+        if self._releasable(rt.group_resource, obj):
+            return self._remove(rt.group_resource, obj)
         return self._put(rt, obj)
 
     def _serve(self, crd: dict[str, Any]) -> None:
@@ -282,39 +341,49 @@ class Cluster:
             self._versions[(rt.group, rt.version, rt.plural)] = version
         self.catalog.install(name, [v.type for v in versions])
 
+    def _releasable(self, resource: GroupResource, obj: dict[str, Any]) -> bool:
+        """Whether ``obj`` is being deleted and nothing holds it any more."""
+        metadata = obj["metadata"]
+        if not metadata.get("deletionTimestamp") or metadata.get("finalizers"):
+            return False
+        return not self._held(resource, obj)
+
     def _held(self, resource: GroupResource, obj: dict[str, Any]) -> bool:
         """Whether objects still in it keep a namespace or CRD from going."""
         name = obj["metadata"]["name"]
         if resource == _NAMESPACES:
-            return any(self.store.list(r, name) for r in self.store.resources() if r != resource)
+            return any(self.store.objects(r, name) for r in self.store.resources() if r != resource)
         if resource == _CRDS:
             spec = obj.get("spec") or {}
-            return bool(self.store.list((spec.get("group", ""), spec["names"]["plural"])))
+            return bool(self.store.objects((spec.get("group", ""), spec["names"]["plural"])))
         return False
 
     def _remove(self, resource: GroupResource, obj: dict[str, Any]) -> dict[str, Any]:
         metadata = obj["metadata"]
-        removed = self.store.remove(resource, metadata.get("namespace", ""), metadata["name"],
-                                    final=obj)  # fmt: skip
+        removed = self.store.remove(
+            resource, metadata.get("namespace", ""), metadata["name"], final=obj
+        )
         if removed is None:
             return obj
         if resource == _CRDS:
             self.catalog.uninstall(metadata["name"])
-            self._versions = {k: v for k, v in self._versions.items()
-                              if f"{k[2]}.{k[0]}" != metadata["name"]}  # fmt: skip
+            self._versions = {
+                k: v for k, v in self._versions.items() if f"{k[2]}.{k[0]}" != metadata["name"]
+            }
         self._settle(resource, removed)
         return removed
 
     def _everything(self) -> list[tuple[GroupResource, dict[str, Any]]]:
-        return [(r, obj) for r in self.store.resources() for obj in self.store.list(r)]
+        return [(r, obj) for r in self.store.resources() for obj in self.store.objects(r)]
 
     def _settle(self, resource: GroupResource, removed: dict[str, Any]) -> None:
         """Carry out the reactions to a removal, and to the removals they cause."""
         pending = deque(after_removal(resource, removed, self._everything()))
         while pending:
             action = pending.popleft()
-            current = self.store.get(action.target.resource, action.target.namespace,
-                                     action.target.name)  # fmt: skip
+            current = self.store.get(
+                action.target.resource, action.target.namespace, action.target.name
+            )
             if current is not None:
                 self._carry_out(action, current)
 
@@ -327,22 +396,25 @@ class Cluster:
             self._delete(rt, current, "Background")
         elif action.kind in ("drop_owner", "unfinalize"):
             key = "ownerReferences" if action.kind == "drop_owner" else "finalizers"
-            kept = [v for v in metadata.get(key, [])
-                    if (v.get("uid") if isinstance(v, dict) else v) != action.value]  # fmt: skip
+            kept = [
+                v
+                for v in metadata.get(key, [])
+                if (v.get("uid") if isinstance(v, dict) else v) != action.value
+            ]
             metadata.pop(key, None)
             metadata |= {key: kept} if kept else {}
             self._write(rt, current)
-        elif metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
-            if not self._held(action.target.resource, current):
-                self._remove(action.target.resource, current)
+        elif self._releasable(action.target.resource, current):
+            self._remove(action.target.resource, current)
 
     def _delete(self, rt: ResourceType, old: dict[str, Any], policy: str) -> dict[str, Any] | None:
         """Start deleting ``old``; the object if it stays for now, None if it is gone."""
         uid, resource = old["metadata"].get("uid", ""), rt.group_resource
         if policy == "Orphan":
             for dep_resource, dependent in dependents_of(uid, self._everything()):
-                self._carry_out(Action("drop_owner", ref_of(dep_resource, dependent), uid),
-                                dependent)  # fmt: skip
+                self._carry_out(
+                    Action("drop_owner", ref_of(dep_resource, dependent), uid), dependent
+                )
         metadata = old["metadata"]
         finalizers = list(metadata.get("finalizers") or [])
         if policy == "Foreground" and dependents_of(uid, self._everything()):
@@ -368,12 +440,16 @@ class Cluster:
         name, resource = obj["metadata"]["name"], rt.group_resource
         victims: list[tuple[GroupResource, dict[str, Any]]] = []
         if resource == _NAMESPACES:
-            victims = [(r, o) for r in self.store.resources() if r != resource
-                       for o in self.store.list(r, name)]  # fmt: skip
+            victims = [
+                (r, o)
+                for r in self.store.resources()
+                if r != resource
+                for o in self.store.objects(r, name)
+            ]
         elif resource == _CRDS:
             spec = obj["spec"]
             custom = (spec["group"], spec["names"]["plural"])
-            victims = [(custom, o) for o in self.store.list(custom)]
+            victims = [(custom, o) for o in self.store.objects(custom)]
         if policy == "Foreground":
             victims += dependents_of(obj["metadata"].get("uid", ""), self._everything())
         for victim_resource, victim in victims:
@@ -399,24 +475,36 @@ class Cluster:
         if not selector and rt.builtin:
             labels = (obj.get("spec", {}).get("selector") or {}).get("matchLabels") or {}
             selector = [",".join(f"{k}={v}" for k, v in sorted(labels.items()))]
-        metadata = {k: obj["metadata"][k] for k in
-                    ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-                    if k in obj["metadata"]}  # fmt: skip
+        metadata = {
+            k: obj["metadata"][k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in obj["metadata"]
+        }
         status_body: dict[str, Any] = {"replicas": status[0] if status else 0}
         if selector and selector[0]:
             status_body["selector"] = selector[0]
-        return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": metadata,
-                "spec": {"replicas": spec[0] if spec else 0}, "status": status_body}  # fmt: skip
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": metadata,
+            "spec": {"replicas": spec[0] if spec else 0},
+            "status": status_body,
+        }
 
-    def _apply_scale(self, rt: ResourceType, old: dict[str, Any],
-                     scale: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    def _apply_scale(
+        self, rt: ResourceType, old: dict[str, Any], scale: dict[str, Any]
+    ) -> dict[str, Any]:
         if rt.scale is None:
             raise not_found(f"{rt.plural}/scale", rt.group, old["metadata"]["name"])
         replicas = (scale.get("spec") or {}).get("replicas")
         if not isinstance(replicas, int) or replicas < 0:
             cause_message = f"Invalid value: {replicas!r}: must be greater than or equal to 0"
-            raise invalid("Scale", "autoscaling", old["metadata"]["name"],
-                          [Cause("FieldValueInvalid", cause_message, "spec.replicas")])  # fmt: skip
+            raise invalid(
+                "Scale",
+                "autoscaling",
+                old["metadata"]["name"],
+                [Cause("FieldValueInvalid", cause_message, "spec.replicas")],
+            )
         body = copy.deepcopy(old)
         target = body
         steps = rt.scale.spec_replicas_path.strip(".").split(".")
@@ -441,7 +529,9 @@ class Cluster:
     def get_object(self, kind: str, name: str, namespace: str = "default") -> dict[str, Any]:
         return self.read(self.kind(kind), namespace, name)
 
-    def find_object(self, kind: str, name: str, namespace: str = "default") -> dict[str, Any] | None:
+    def find_object(
+        self, kind: str, name: str, namespace: str = "default"
+    ) -> dict[str, Any] | None:
         try:
             return self.get_object(kind, name, namespace)
         except ApiError as error:
@@ -449,22 +539,31 @@ class Cluster:
                 return None
             raise
 
-    def list_objects(self, kind: str, namespace: str | None = None,
-                     labels: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
-        return self.list(self.kind(kind), namespace, labels)[0]
+    def list_objects(
+        self, kind: str, namespace: str | None = None, labels: str | None = None
+    ) -> list[dict[str, Any]]:
+        return self.query(self.kind(kind), namespace, labels)[0]
 
     def create_object(self, body: dict[str, Any]) -> dict[str, Any]:
         namespace = body.get("metadata", {}).get("namespace", "default")
         return self.create(self._type_of(body), namespace, body).object
 
-    def patch_object(self, kind: str, name: str, patch: Any, namespace: str = "default",
-                     subresource: str = "",
-                     content_type: str = "application/merge-patch+json") -> dict[str, Any]:  # fmt: skip
-        return self.patch(self.kind(kind), namespace, name, content_type, patch,
-                          subresource=subresource).object  # fmt: skip
+    def patch_object(
+        self,
+        kind: str,
+        name: str,
+        patch: Any,
+        namespace: str = "default",
+        subresource: str = "",
+        content_type: str = "application/merge-patch+json",
+    ) -> dict[str, Any]:
+        return self.patch(
+            self.kind(kind), namespace, name, content_type, patch, subresource=subresource
+        ).object
 
-    def delete_object(self, kind: str, name: str, namespace: str = "default",
-                      propagation: str = "Background") -> dict[str, Any]:  # fmt: skip
+    def delete_object(
+        self, kind: str, name: str, namespace: str = "default", propagation: str = "Background"
+    ) -> dict[str, Any]:
         return self.delete(self.kind(kind), namespace, name, {"propagationPolicy": propagation})
 
     def changes(self) -> tuple[list[Change], Callable[[], None]]:
@@ -483,6 +582,10 @@ def _check_preconditions(rt: ResourceType, old: dict[str, Any], wanted: dict[str
     metadata = old["metadata"]
     for key in ("uid", "resourceVersion"):
         if wanted.get(key) and wanted[key] != metadata.get(key):
-            raise conflict(rt.plural, rt.group, metadata["name"], f"Precondition failed: {key}: "
-                           f"{wanted[key]}, {key} in object meta: {metadata.get(key)}")  # fmt: skip
-
+            raise conflict(
+                rt.plural,
+                rt.group,
+                metadata["name"],
+                f"Precondition failed: {key}: "
+                f"{wanted[key]}, {key} in object meta: {metadata.get(key)}",
+            )

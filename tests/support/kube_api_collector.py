@@ -58,22 +58,29 @@ def _owner_uids(obj: dict[str, Any]) -> set[str]:
     return {ref.get("uid", "") for ref in obj["metadata"].get("ownerReferences") or []}
 
 
-def dependents_of(uid: str, everything: Iterable[tuple[GroupResource, dict[str, Any]]]
-                  ) -> list[tuple[GroupResource, dict[str, Any]]]:  # fmt: skip
+def dependents_of(
+    uid: str, everything: Iterable[tuple[GroupResource, dict[str, Any]]]
+) -> list[tuple[GroupResource, dict[str, Any]]]:
     """The objects that name ``uid`` among their owners."""
     return [(r, obj) for r, obj in everything if uid in _owner_uids(obj)]
 
 
-def after_removal(resource: GroupResource, removed: dict[str, Any],
-                  everything: list[tuple[GroupResource, dict[str, Any]]]) -> list[Action]:  # fmt: skip
+def after_removal(
+    resource: GroupResource,
+    removed: dict[str, Any],
+    everything: list[tuple[GroupResource, dict[str, Any]]],
+) -> list[Action]:
     """The reactions to ``removed`` leaving storage, given all objects still stored."""
     uid = removed["metadata"].get("uid", "")
     live = {obj["metadata"].get("uid") for _, obj in everything}
     actions = []
     for dep_resource, dependent in dependents_of(uid, everything):
         others = _owner_uids(dependent) - {uid}
-        kind = "drop_owner" if others & live else "delete"
-        actions.append(Action(kind, ref_of(dep_resource, dependent), uid))
+        target = ref_of(dep_resource, dependent)
+        if others & live:
+            actions.append(Action("drop_owner", target, uid))
+        else:
+            actions.append(Action("delete", target, uid))
     by_uid = {obj["metadata"].get("uid"): (r, obj) for r, obj in everything}
     for owner_uid in _owner_uids(removed):
         if owner_uid not in by_uid:
@@ -86,7 +93,10 @@ def after_removal(resource: GroupResource, removed: dict[str, Any],
     if namespace:
         actions.append(Action("release", ObjectRef(("", "namespaces"), "", namespace)))
     if resource[0] and resource[0] != "apiextensions.k8s.io":
-        crd = ObjectRef(("apiextensions.k8s.io", "customresourcedefinitions"), "",
-                        f"{resource[1]}.{resource[0]}")  # fmt: skip
+        crd = ObjectRef(
+            ("apiextensions.k8s.io", "customresourcedefinitions"),
+            "",
+            f"{resource[1]}.{resource[0]}",
+        )
         actions.append(Action("release", crd))
     return actions

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
-
 from kube_api_cel import CelRules, RuleError
 from kube_api_errors import Cause, invalid
 from kube_api_resources import PrinterColumn, ResourceType, Scale
@@ -42,9 +41,14 @@ class CustomVersion:
 
 def _columns(version: dict[str, Any]) -> tuple[PrinterColumn, ...]:
     return tuple(
-        PrinterColumn(name=c["name"], type=c.get("type", "string"), json_path=c["jsonPath"],
-                      description=c.get("description", ""), priority=c.get("priority", 0),
-                      format=c.get("format", ""))  # fmt: skip
+        PrinterColumn(
+            name=c["name"],
+            type=c.get("type", "string"),
+            json_path=c["jsonPath"],
+            description=c.get("description", ""),
+            priority=c.get("priority", 0),
+            format=c.get("format", ""),
+        )
         for c in version.get("additionalPrinterColumns") or []
     )
 
@@ -53,25 +57,34 @@ def _scale(version: dict[str, Any]) -> Scale | None:
     scale = (version.get("subresources") or {}).get("scale")
     if scale is None:
         return None
-    return Scale(scale.get("specReplicasPath", ".spec.replicas"),
-                 scale.get("statusReplicasPath", ".status.replicas"),
-                 scale.get("labelSelectorPath", ""))  # fmt: skip
+    return Scale(
+        scale.get("specReplicasPath", ".spec.replicas"),
+        scale.get("statusReplicasPath", ".status.replicas"),
+        scale.get("labelSelectorPath", ""),
+    )
 
 
-def _compile_version(spec: dict[str, Any], version: dict[str, Any],
-                     causes: list[Cause], at: str) -> CustomVersion | None:  # fmt: skip
+def _compile_version(
+    spec: dict[str, Any], version: dict[str, Any], causes: list[Cause], at: str
+) -> CustomVersion | None:
     names = spec.get("names") or {}
     schema = (version.get("schema") or {}).get("openAPIV3Schema")
     if not isinstance(schema, dict):
-        causes.append(Cause("FieldValueRequired", "Required value: schemas are required",
-                            f"{at}.schema.openAPIV3Schema"))  # fmt: skip
+        causes.append(
+            Cause(
+                "FieldValueRequired",
+                "Required value: schemas are required",
+                f"{at}.schema.openAPIV3Schema",
+            )
+        )
         return None
     try:
         compiled, rules = StructuralSchema(schema), CelRules(schema)
     except (jsonschema.SchemaError, RuleError) as error:
         message = getattr(error, "message", str(error))
-        causes.append(Cause("FieldValueInvalid", f"Invalid value: {message}",
-                            f"{at}.schema.openAPIV3Schema"))  # fmt: skip
+        causes.append(
+            Cause("FieldValueInvalid", f"Invalid value: {message}", f"{at}.schema.openAPIV3Schema")
+        )
         return None
     rt = ResourceType(
         group=spec["group"],
@@ -100,12 +113,24 @@ def _check_names(crd: dict[str, Any], causes: list[Cause]) -> None:
     if not spec.get("group"):
         causes.append(Cause("FieldValueRequired", "Required value", "spec.group"))
     if spec.get("scope") not in ("Namespaced", "Cluster"):
-        causes.append(Cause("FieldValueNotSupported", f'Unsupported value: "{spec.get("scope")}"'
-                            ': supported values: "Cluster", "Namespaced"', "spec.scope"))  # fmt: skip
+        causes.append(
+            Cause(
+                "FieldValueNotSupported",
+                f'Unsupported value: "{spec.get("scope")}"'
+                ': supported values: "Cluster", "Namespaced"',
+                "spec.scope",
+            )
+        )
     expected = f"{names.get('plural')}.{spec.get('group')}"
     if crd["metadata"]["name"] != expected:
-        causes.append(Cause("FieldValueInvalid", f'Invalid value: "{crd["metadata"]["name"]}": '
-                            f'must be spec.names.plural+"."+spec.group', "metadata.name"))  # fmt: skip
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                f'Invalid value: "{crd["metadata"]["name"]}": '
+                f'must be spec.names.plural+"."+spec.group',
+                "metadata.name",
+            )
+        )
 
 
 def compile_crd(crd: dict[str, Any]) -> list[CustomVersion]:
@@ -115,8 +140,13 @@ def compile_crd(crd: dict[str, Any]) -> list[CustomVersion]:
     spec = crd.get("spec") or {}
     versions = spec.get("versions") or []
     if sum(bool(v.get("storage")) for v in versions) != 1:
-        causes.append(Cause("FieldValueInvalid", "Invalid value: must have exactly one version "
-                            "marked as storage version", "spec.versions"))  # fmt: skip
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                "Invalid value: must have exactly one version marked as storage version",
+                "spec.versions",
+            )
+        )
     compiled = []
     if not causes:
         for index, version in enumerate(versions):
@@ -131,16 +161,31 @@ def compile_crd(crd: dict[str, Any]) -> list[CustomVersion]:
 def accepted_status(crd: dict[str, Any], now: dt.datetime) -> dict[str, Any]:
     """The status the real server gives an accepted CRD."""
     spec, stamp = crd["spec"], now.strftime("%Y-%m-%dT%H:%M:%SZ")
-    names = {"listKind": spec["names"]["kind"] + "List",
-             "singular": spec["names"].get("singular") or spec["names"]["kind"].lower(),
-             **spec["names"]}  # fmt: skip
+    names = {
+        "listKind": spec["names"]["kind"] + "List",
+        "singular": spec["names"].get("singular") or spec["names"]["kind"].lower(),
+        **spec["names"],
+    }
     conditions = [
-        {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
-         "message": "no conflicts found", "lastTransitionTime": stamp},
-        {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
-         "message": "the initial names have been accepted", "lastTransitionTime": stamp},
-    ]  # fmt: skip
+        {
+            "type": "NamesAccepted",
+            "status": "True",
+            "reason": "NoConflicts",
+            "message": "no conflicts found",
+            "lastTransitionTime": stamp,
+        },
+        {
+            "type": "Established",
+            "status": "True",
+            "reason": "InitialNamesAccepted",
+            "message": "the initial names have been accepted",
+            "lastTransitionTime": stamp,
+        },
+    ]
     stored = [v["name"] for v in spec["versions"] if v.get("storage")]
     previous = (crd.get("status") or {}).get("storedVersions") or []
-    return {"acceptedNames": names, "conditions": conditions,
-            "storedVersions": list(dict.fromkeys([*previous, *stored]))}  # fmt: skip
+    return {
+        "acceptedNames": names,
+        "conditions": conditions,
+        "storedVersions": list(dict.fromkeys([*previous, *stored])),
+    }

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from typing import Any
@@ -21,8 +22,15 @@ from kube_api_builtin_schema import KUBERNETES_VERSION, BuiltinSchemas
 from kube_api_cluster import PATCH_TYPES
 from kube_api_resources import Catalog, ResourceType
 
-__all__ = ["api_group", "api_groups", "api_resources", "api_versions", "openapi_document",
-           "openapi_index", "version_info"]  # fmt: skip
+__all__ = [
+    "api_group",
+    "api_groups",
+    "api_resources",
+    "api_versions",
+    "openapi_document",
+    "openapi_index",
+    "version_info",
+]
 
 _MAJOR, _MINOR, _PATCH = KUBERNETES_VERSION.split(".")
 
@@ -42,15 +50,22 @@ def version_info() -> dict[str, str]:
 
 
 def api_versions(address: str) -> dict[str, Any]:
-    return {"kind": "APIVersions", "versions": ["v1"],
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
-                                            "serverAddress": address}]}  # fmt: skip
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}],
+    }
 
 
 def api_group(name: str, versions: list[str]) -> dict[str, Any]:
     listed = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
-    return {"kind": "APIGroup", "apiVersion": "v1", "name": name, "versions": listed,
-            "preferredVersion": listed[0]}  # fmt: skip
+    return {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": name,
+        "versions": listed,
+        "preferredVersion": listed[0],
+    }
 
 
 def api_groups(catalog: Catalog) -> dict[str, Any]:
@@ -64,9 +79,12 @@ def api_resources(catalog: Catalog, group: str, version: str) -> dict[str, Any] 
     types = catalog.in_group_version(group, version)
     if not types:
         return None
-    return {"kind": "APIResourceList", "apiVersion": "v1",
-            "groupVersion": f"{group}/{version}" if group else version,
-            "resources": [entry for rt in types for entry in rt.discovery()]}  # fmt: skip
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": [entry for rt in types for entry in rt.discovery()],
+    }
 
 
 def _gv_path(group: str, version: str) -> str:
@@ -89,14 +107,16 @@ def _custom_name(rt: ResourceType) -> str:
 
 
 def _custom_schema(rt: ResourceType) -> dict[str, Any]:
-    schema = json.loads(json.dumps(rt.schema or {}))
+    schema: dict[str, Any] = copy.deepcopy(rt.schema or {})
     properties = schema.setdefault("properties", {})
     properties.setdefault("apiVersion", {"type": "string"})
     properties.setdefault("kind", {"type": "string"})
-    properties["metadata"] = {"allOf": [{"$ref": "#/components/schemas/"
-                                         "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}]}  # fmt: skip
+    properties["metadata"] = {
+        "allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}]
+    }
     schema["x-kubernetes-group-version-kind"] = [
-        {"group": rt.group, "version": rt.version, "kind": rt.kind}]  # fmt: skip
+        {"group": rt.group, "version": rt.version, "kind": rt.kind}
+    ]
     return schema
 
 
@@ -104,18 +124,29 @@ def _operations(rt: ResourceType, schema_name: str) -> dict[str, Any]:
     gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
     body = {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema_name}"}}}
     answer = {"200": {"description": "OK", "content": body}}
-    query = [{"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
-             for n in ("dryRun", "fieldManager", "fieldValidation", "force")]  # fmt: skip
+    query = [
+        {"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+        for n in ("dryRun", "fieldManager", "fieldValidation", "force")
+    ]
     # kubectl computes a strategic merge patch only where the path accepts one
     accepted = [t for t in PATCH_TYPES if rt.builtin or PATCH_TYPES[t] != "strategic"]
     patch_body = {"content": {t: {"schema": {"type": "object"}} for t in accepted}}
     return {
-        "get": {"operationId": f"read{rt.kind}", "x-kubernetes-action": "get",
-                "x-kubernetes-group-version-kind": gvk, "responses": answer},
-        "patch": {"operationId": f"patch{rt.kind}", "x-kubernetes-action": "patch",
-                  "x-kubernetes-group-version-kind": gvk, "parameters": query,
-                  "requestBody": patch_body, "responses": answer},
-    }  # fmt: skip
+        "get": {
+            "operationId": f"read{rt.kind}",
+            "x-kubernetes-action": "get",
+            "x-kubernetes-group-version-kind": gvk,
+            "responses": answer,
+        },
+        "patch": {
+            "operationId": f"patch{rt.kind}",
+            "x-kubernetes-action": "patch",
+            "x-kubernetes-group-version-kind": gvk,
+            "parameters": query,
+            "requestBody": patch_body,
+            "responses": answer,
+        },
+    }
 
 
 def _path(rt: ResourceType) -> str:
@@ -123,8 +154,9 @@ def _path(rt: ResourceType) -> str:
     return f"/{_gv_path(rt.group, rt.version)}{where}/{rt.plural}/{{name}}"
 
 
-def openapi_document(catalog: Catalog, schemas: BuiltinSchemas, group: str,
-                     version: str) -> dict[str, Any] | None:  # fmt: skip
+def openapi_document(
+    catalog: Catalog, schemas: BuiltinSchemas, group: str, version: str
+) -> dict[str, Any] | None:
     """The OpenAPI v3 document of one group-version (None if nothing is served there)."""
     types = catalog.in_group_version(group, version)
     if not types:
@@ -140,5 +172,4 @@ def openapi_document(catalog: Catalog, schemas: BuiltinSchemas, group: str,
         paths[_path(rt)] = _operations(rt, name)
     components |= schemas.openapi_components(builtin_roots)
     info = {"title": "Kubernetes", "version": f"v{KUBERNETES_VERSION}"}
-    return {"openapi": "3.0.0", "info": info, "paths": paths,
-            "components": {"schemas": components}}  # fmt: skip
+    return {"openapi": "3.0.0", "info": info, "paths": paths, "components": {"schemas": components}}

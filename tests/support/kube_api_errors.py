@@ -140,8 +140,12 @@ def method_not_allowed(message: str = "the server does not allow this method") -
 
 
 def unsupported_media_type(content_type: str) -> ApiError:
-    return ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown "
-                    f"format - accepted media types include: {content_type}")  # fmt: skip
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown "
+        f"format - accepted media types include: {content_type}",
+    )
 
 
 def unauthorized() -> ApiError:

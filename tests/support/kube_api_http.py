@@ -22,10 +22,9 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import kube_api_discovery as discovery
 import yaml
 from aiohttp import web
-
-import kube_api_discovery as discovery
 from kube_api_cluster import Cluster, Outcome
 from kube_api_errors import ApiError, bad_request, method_not_allowed, not_found, unauthorized
 from kube_api_resources import ResourceType
@@ -128,40 +127,58 @@ class _Routes:
         if parts[:1] == ["apis"] and len(parts) == 2:
             versions = catalog.groups().get(parts[1])
             return _json(discovery.api_group(parts[1], versions)) if versions else None
-        if len(parts) == 2 and parts[0] == "api" or len(parts) == 3 and parts[0] == "apis":
+        if (len(parts) == 2 and parts[0] == "api") or (len(parts) == 3 and parts[0] == "apis"):
             group, version = ("", parts[1]) if parts[0] == "api" else (parts[1], parts[2])
             listed = discovery.api_resources(catalog, group, version)
             return _json(listed) if listed else None
         return None
 
-    async def _collection(self, request: web.Request, rt: ResourceType,
-                          namespace: str | None) -> web.StreamResponse:  # fmt: skip
+    async def _collection(
+        self, request: web.Request, rt: ResourceType, namespace: str | None
+    ) -> web.StreamResponse:
         query = request.query
         if request.method == "GET" and query.get("watch") in ("true", "1"):
             wanted = WatchRequest(
-                rt, namespace, query.get("labelSelector"), query.get("fieldSelector"),
-                query.get("resourceVersion"), query.get("sendInitialEvents") == "true",
+                rt,
+                namespace,
+                query.get("labelSelector"),
+                query.get("fieldSelector"),
+                query.get("resourceVersion"),
+                query.get("sendInitialEvents") == "true",
                 query.get("allowWatchBookmarks") == "true",
-                float(query.get("timeoutSeconds") or self.watches.default_timeout))  # fmt: skip
-            return await serve_watch(request, self.cluster, self.watches, wanted,
-                                     lambda obj: self._render_one(request, rt, obj))  # fmt: skip
+                float(query.get("timeoutSeconds") or self.watches.default_timeout),
+            )
+            return await serve_watch(
+                request,
+                self.cluster,
+                self.watches,
+                wanted,
+                lambda obj: self._render_one(request, rt, obj),
+            )
         if request.method == "GET":
-            items, revision = self.cluster.list(rt, namespace, query.get("labelSelector"),
-                                                query.get("fieldSelector"))  # fmt: skip
+            items, revision = self.cluster.query(
+                rt, namespace, query.get("labelSelector"), query.get("fieldSelector")
+            )
             return _json(self._render_list(request, rt, items, revision))
         if request.method == "POST" and (namespace or not rt.namespaced):
-            outcome = self.cluster.create(rt, namespace or "", await _body(request),
-                                          **self._write_options(request))  # fmt: skip
+            outcome = self.cluster.create(
+                rt, namespace or "", await _body(request), **self._write_options(request)
+            )
             return _json(outcome.object, 201, outcome.warnings)
         if request.method == "DELETE":
             deleted = self.cluster.delete_collection(
-                rt, namespace, query.get("labelSelector"), query.get("fieldSelector"),
-                self._delete_options(request, await _body(request)))  # fmt: skip
+                rt,
+                namespace,
+                query.get("labelSelector"),
+                query.get("fieldSelector"),
+                self._delete_options(request, await _body(request)),
+            )
             return _json(self._render_list(request, rt, deleted, self.cluster.store.revision))
         raise method_not_allowed()
 
-    async def _item(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
-                    subresource: str) -> web.Response:  # fmt: skip
+    async def _item(
+        self, request: web.Request, rt: ResourceType, namespace: str, name: str, subresource: str
+    ) -> web.Response:
         method, cluster = request.method, self.cluster
         if method == "GET":
             obj = cluster.read(rt, namespace, name, subresource)
@@ -170,18 +187,31 @@ class _Routes:
             options = self._delete_options(request, await _body(request))
             return _json(cluster.delete(rt, namespace, name, options))
         if method == "PUT":
-            outcome = cluster.update(rt, namespace, name, await _body(request),
-                                     subresource=subresource, **self._write_options(request))  # fmt: skip
+            outcome = cluster.update(
+                rt,
+                namespace,
+                name,
+                await _body(request),
+                subresource=subresource,
+                **self._write_options(request),
+            )
         elif method == "PATCH":
-            outcome = cluster.patch(rt, namespace, name, request.content_type,
-                                    await request.read(), subresource=subresource,
-                                    **self._write_options(request))  # fmt: skip
+            outcome = cluster.patch(
+                rt,
+                namespace,
+                name,
+                request.content_type,
+                await request.read(),
+                subresource=subresource,
+                **self._write_options(request),
+            )
         else:
             raise method_not_allowed()
         return self._written(rt, outcome, subresource, name, namespace)
 
-    def _written(self, rt: ResourceType, outcome: Outcome, subresource: str, name: str,
-                 namespace: str) -> web.Response:  # fmt: skip
+    def _written(
+        self, rt: ResourceType, outcome: Outcome, subresource: str, name: str, namespace: str
+    ) -> web.Response:
         body = outcome.object
         if subresource == "scale":
             body = self.cluster.read(rt, namespace, name, "scale")
@@ -189,8 +219,10 @@ class _Routes:
 
     @staticmethod
     def _write_options(request: web.Request) -> dict[str, Any]:
-        return {"dry_run": request.query.get("dryRun") == "All",
-                "validation": request.query.get("fieldValidation", "Warn")}  # fmt: skip
+        return {
+            "dry_run": request.query.get("dryRun") == "All",
+            "validation": request.query.get("fieldValidation", "Warn"),
+        }
 
     @staticmethod
     def _delete_options(request: web.Request, body: Any) -> dict[str, Any]:
@@ -201,27 +233,45 @@ class _Routes:
             options["dryRun"] = ["All"]
         return options
 
-    def _render_one(self, request: web.Request, rt: ResourceType,
-                    obj: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    def _render_one(
+        self, request: web.Request, rt: ResourceType, obj: dict[str, Any]
+    ) -> dict[str, Any]:
         if _accepts(request, "Table"):
             revision = obj["metadata"].get("resourceVersion", "")
             return table(rt, [obj], revision, self.cluster.now)
         if _accepts(request, "PartialObjectMetadata"):
-            return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                    "metadata": obj["metadata"]}  # fmt: skip
+            return {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": obj["metadata"],
+            }
         return obj
 
-    def _render_list(self, request: web.Request, rt: ResourceType,
-                     items: list[dict[str, Any]], revision: int) -> dict[str, Any]:  # fmt: skip
+    def _render_list(
+        self, request: web.Request, rt: ResourceType, items: list[dict[str, Any]], revision: int
+    ) -> dict[str, Any]:
         if _accepts(request, "Table"):
             return table(rt, items, str(revision), self.cluster.now)
         if _accepts(request, "PartialObjectMetadataList"):
-            return {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
-                    "metadata": {"resourceVersion": str(revision)},
-                    "items": [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                               "metadata": o["metadata"]} for o in items]}  # fmt: skip
-        return {"kind": f"{rt.kind}List", "apiVersion": rt.api_version,
-                "metadata": {"resourceVersion": str(revision)}, "items": items}  # fmt: skip
+            return {
+                "kind": "PartialObjectMetadataList",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": {"resourceVersion": str(revision)},
+                "items": [
+                    {
+                        "kind": "PartialObjectMetadata",
+                        "apiVersion": "meta.k8s.io/v1",
+                        "metadata": o["metadata"],
+                    }
+                    for o in items
+                ],
+            }
+        return {
+            "kind": f"{rt.kind}List",
+            "apiVersion": rt.api_version,
+            "metadata": {"resourceVersion": str(revision)},
+            "items": items,
+        }
 
 
 def make_app(cluster: Cluster, watches: Watches, token: str | None) -> web.Application:

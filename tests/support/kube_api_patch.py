@@ -121,8 +121,10 @@ def _operate(doc: Any, op: dict[str, Any]) -> Any:
     kind, path = op.get("op"), _pointer(str(op.get("path", "")))
     if kind == "test":
         if _get(doc, path) != op.get("value"):
-            raise unprocessable(f"the server rejected our request due to an error in our "
-                                f"request: testing value {op.get('path')} failed")  # fmt: skip
+            raise unprocessable(
+                f"the server rejected our request due to an error in our "
+                f"request: testing value {op.get('path')} failed"
+            )
         return doc
     if kind == "remove":
         _remove(doc, path)
@@ -156,8 +158,7 @@ _DELETE_PRIMITIVES = "$deleteFromPrimitiveList/"
 def _strip(value: Any) -> Any:
     """A patch value with its directives removed, as it is stored when nothing to merge."""
     if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items()
-                if not k.startswith("$") and v is not None}  # fmt: skip
+        return {k: _strip(v) for k, v in value.items() if not k.startswith("$") and v is not None}
     if isinstance(value, list):
         return [_strip(v) for v in value]
     return value
@@ -214,10 +215,18 @@ def _merge_list(original: Any, patch: list[Any], schema: PatchSchema) -> list[An
     for item in patch:
         if not isinstance(item, dict):
             raise bad_request(f"a merge-keyed list item must be a map, not {item!r}")
-        at = next((i for i, o in enumerate(result)
-                   if isinstance(o, dict) and o.get(key) == item.get(key)), None)  # fmt: skip
+        at = next(
+            (
+                i
+                for i, o in enumerate(result)
+                if isinstance(o, dict) and o.get(key) == item.get(key)
+            ),
+            None,
+        )
         if item.get("$patch") == "delete":
-            result = [o for o in result if not (isinstance(o, dict) and o.get(key) == item.get(key))]
+            result = [
+                o for o in result if not (isinstance(o, dict) and o.get(key) == item.get(key))
+            ]
             continue
         entry = _merge_map(result[at] if at is not None else {}, item, schema.item())
         if at is None:
@@ -232,8 +241,11 @@ def _reorder(items: list[Any], order: list[Any], key: str | None) -> list[Any]:
         return value.get(key) if key and isinstance(value, dict) else value
 
     wanted = [identity(v) for v in order]
-    placed = [next(i for i in items if identity(i) == w) for w in wanted
-              if any(identity(i) == w for i in items)]  # fmt: skip
+    placed = [
+        next(i for i in items if identity(i) == w)
+        for w in wanted
+        if any(identity(i) == w for i in items)
+    ]
     return placed + [i for i in items if identity(i) not in wanted]
 
 

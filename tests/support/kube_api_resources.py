@@ -82,7 +82,9 @@ class ResourceType:
         return self.singular or self.kind.lower()
 
     def subresources(self) -> tuple[str, ...]:
-        return tuple(n for n, on in (("status", self.has_status), ("scale", bool(self.scale))) if on)
+        return tuple(
+            n for n, on in (("status", self.has_status), ("scale", bool(self.scale))) if on
+        )
 
     def names(self) -> set[str]:
         """Every name kubectl may call this kind by."""
@@ -105,16 +107,22 @@ class ResourceType:
         entries = [main]
         for sub in self.subresources():
             kind = "Scale" if sub == "scale" else self.kind
-            entry = {"name": f"{self.plural}/{sub}", "singularName": "", "kind": kind,
-                     "namespaced": self.namespaced, "verbs": ["get", "patch", "update"]}  # fmt: skip
+            entry = {
+                "name": f"{self.plural}/{sub}",
+                "singularName": "",
+                "kind": kind,
+                "namespaced": self.namespaced,
+                "verbs": ["get", "patch", "update"],
+            }
             if sub == "scale":
                 entry |= {"group": "autoscaling", "version": "v1"}
             entries.append(entry)
         return entries
 
 
-def _builtin(group: str, version: str, kind: str, plural: str, namespaced: bool = True,
-             **more: Any) -> ResourceType:  # fmt: skip
+def _builtin(
+    group: str, version: str, kind: str, plural: str, namespaced: bool = True, **more: Any
+) -> ResourceType:
     return ResourceType(group, version, kind, plural, namespaced, **more)
 
 
@@ -122,23 +130,50 @@ def _builtin(group: str, version: str, kind: str, plural: str, namespaced: bool 
 BUILTIN: tuple[ResourceType, ...] = (
     _builtin("", "v1", "Namespace", "namespaces", False, short_names=("ns",), has_status=True),
     _builtin("", "v1", "Pod", "pods", short_names=("po",), has_status=True, categories=("all",)),
-    _builtin("", "v1", "Service", "services", short_names=("svc",), has_status=True,
-             categories=("all",)),  # fmt: skip
+    _builtin(
+        "", "v1", "Service", "services", short_names=("svc",), has_status=True, categories=("all",)
+    ),
     _builtin("", "v1", "ConfigMap", "configmaps", short_names=("cm",)),
     _builtin("", "v1", "Secret", "secrets"),
     _builtin("", "v1", "Event", "events", short_names=("ev",)),
-    _builtin("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", short_names=("pvc",),
-             has_status=True),  # fmt: skip
+    _builtin(
+        "",
+        "v1",
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        short_names=("pvc",),
+        has_status=True,
+    ),
     _builtin("", "v1", "ServiceAccount", "serviceaccounts", short_names=("sa",)),
-    _builtin("apps", "v1", "StatefulSet", "statefulsets", short_names=("sts",), has_status=True,
-             scale=Scale(label_selector_path=".status.selector"), categories=("all",)),
-    _builtin("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets",
-             short_names=("pdb",), has_status=True),  # fmt: skip
+    _builtin(
+        "apps",
+        "v1",
+        "StatefulSet",
+        "statefulsets",
+        short_names=("sts",),
+        has_status=True,
+        scale=Scale(label_selector_path=".status.selector"),
+        categories=("all",),
+    ),
+    _builtin(
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        short_names=("pdb",),
+        has_status=True,
+    ),
     _builtin("coordination.k8s.io", "v1", "Lease", "leases"),
     _builtin("events.k8s.io", "v1", "Event", "events", short_names=("ev",)),
-    _builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition",
-             "customresourcedefinitions", False, short_names=("crd", "crds"),
-             has_status=True),  # fmt: skip
+    _builtin(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        False,
+        short_names=("crd", "crds"),
+        has_status=True,
+    ),
 )
 
 

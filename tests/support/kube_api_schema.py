@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import jsonschema
-
 from kube_api_errors import Cause
 
 __all__ = ["StructuralSchema", "field_path", "to_json_schema"]
@@ -70,18 +69,27 @@ def _shown(value: Any) -> str:
     return json.dumps(value)
 
 
-_TYPE_NAMES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer",
-               float: "number", type(None): "null"}  # fmt: skip
+_TYPE_NAMES = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    type(None): "null",
+}
 
 
 def _cause(error: jsonschema.ValidationError) -> Cause:
     path = field_path(list(error.absolute_path))
     where = path or "<root>"
-    value, rule = error.instance, error.validator_value
+    value: Any = error.instance
+    rule: Any = error.validator_value
     if error.validator == "required":
         missing = next((p for p in rule if p not in (value or {})), "")
-        return Cause("FieldValueRequired", "Required value", field_path([*error.absolute_path,
-                                                                          missing]))  # fmt: skip
+        return Cause(
+            "FieldValueRequired", "Required value", field_path([*error.absolute_path, missing])
+        )
     if error.validator == "type":
         actual = _TYPE_NAMES.get(type(value), "unknown")
         wanted = rule if isinstance(rule, str) else next(t for t in rule if t != "null")
@@ -89,8 +97,11 @@ def _cause(error: jsonschema.ValidationError) -> Cause:
         return Cause("FieldValueTypeInvalid", message, path)
     if error.validator == "enum":
         allowed = ", ".join(json.dumps(v) for v in rule)
-        return Cause("FieldValueNotSupported",
-                     f"Unsupported value: {_shown(value)}: supported values: {allowed}", path)  # fmt: skip
+        return Cause(
+            "FieldValueNotSupported",
+            f"Unsupported value: {_shown(value)}: supported values: {allowed}",
+            path,
+        )
     wording = {
         "minimum": f"should be greater than or equal to {rule}",
         "maximum": f"should be less than or equal to {rule}",
@@ -100,8 +111,9 @@ def _cause(error: jsonschema.ValidationError) -> Cause:
         "minItems": f"should have at least {rule} items",
         "maxItems": f"must have at most {rule} items",
     }.get(str(error.validator), error.message)
-    return Cause("FieldValueInvalid", f"Invalid value: {_shown(value)}: {where} in body "
-                 f"{wording}", path)  # fmt: skip
+    return Cause(
+        "FieldValueInvalid", f"Invalid value: {_shown(value)}: {where} in body {wording}", path
+    )
 
 
 class StructuralSchema:
@@ -130,8 +142,13 @@ class StructuralSchema:
         return sorted(causes, key=lambda c: (c.field, c.message))
 
 
-def _prune(value: Any, schema: dict[str, Any], path: list[str | int], unknown: list[str],
-           root: bool = False) -> None:  # fmt: skip
+def _prune(
+    value: Any,
+    schema: dict[str, Any],
+    path: list[str | int],
+    unknown: list[str],
+    root: bool = False,
+) -> None:
     if isinstance(value, list):
         for index, item in enumerate(value):
             _prune(item, schema.get("items") or {}, [*path, index], unknown)

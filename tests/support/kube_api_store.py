@@ -83,12 +83,17 @@ class Store:
             found = self._objects.get(resource, {}).get((namespace, name))
             return copy.deepcopy(found) if found is not None else None
 
-    def list(self, resource: GroupResource, namespace: str | None = None) -> list[dict[str, Any]]:
+    def objects(
+        self, resource: GroupResource, namespace: str | None = None
+    ) -> list[dict[str, Any]]:
         """Objects of ``resource`` (in ``namespace`` unless None), by namespace and name."""
         with self._lock:
             objects = self._objects.get(resource, {})
-            return [copy.deepcopy(objects[k]) for k in sorted(objects)
-                    if namespace is None or k[0] == namespace]  # fmt: skip
+            return [
+                copy.deepcopy(objects[k])
+                for k in sorted(objects)
+                if namespace is None or k[0] == namespace
+            ]
 
     def resources(self) -> list[GroupResource]:
         with self._lock:
@@ -103,12 +108,18 @@ class Store:
             objects = self._objects.setdefault(resource, {})
             old = objects.get(_key(stored))
             objects[_key(stored)] = stored
-            self._commit(Change("MODIFIED" if old else "ADDED", resource, stored, old,
-                                self._revision))  # fmt: skip
+            self._commit(
+                Change("MODIFIED" if old else "ADDED", resource, stored, old, self._revision)
+            )
             return copy.deepcopy(stored)
 
-    def remove(self, resource: GroupResource, namespace: str, name: str,
-               final: dict[str, Any] | None = None) -> dict[str, Any] | None:  # fmt: skip
+    def remove(
+        self,
+        resource: GroupResource,
+        namespace: str,
+        name: str,
+        final: dict[str, Any] | None = None,
+    ) -> dict[str, Any] | None:
         """Delete an object (DELETED), as it was or as ``final`` (an update that removes it);
         what it was, or None if it was not there."""
         with self._lock:

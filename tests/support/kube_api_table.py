@@ -25,11 +25,15 @@ _TOKEN = re.compile(
     r"""|\[\?\(@\.(?P<fkey>[\w.-]+)\s*(?P<fop>==|!=)\s*['"]?(?P<fval>[^'")]*)['"]?\)\]"""
 )
 
-NAME = PrinterColumn("Name", "string", ".metadata.name",
-                     "Name must be unique within a namespace.", format="name")  # fmt: skip
-AGE = PrinterColumn("Age", "date", ".metadata.creationTimestamp",
-                    "CreationTimestamp is a timestamp representing the server time when this "
-                    "object was created.")  # fmt: skip
+NAME = PrinterColumn(
+    "Name", "string", ".metadata.name", "Name must be unique within a namespace.", format="name"
+)
+AGE = PrinterColumn(
+    "Age",
+    "date",
+    ".metadata.creationTimestamp",
+    "CreationTimestamp is a timestamp representing the server time when this object was created.",
+)
 
 
 def _step(values: list[Any], token: re.Match[str]) -> list[Any]:
@@ -40,8 +44,13 @@ def _step(values: list[Any], token: re.Match[str]) -> list[Any]:
             if isinstance(value, dict) and key in value:
                 out.append(value[key])
         elif token["index"] == "*":
-            out.extend(value if isinstance(value, list) else
-                       value.values() if isinstance(value, dict) else [])  # fmt: skip
+            out.extend(
+                value
+                if isinstance(value, list)
+                else value.values()
+                if isinstance(value, dict)
+                else []
+            )
         elif token["index"] is not None:
             if isinstance(value, list) and int(token["index"]) < len(value):
                 out.append(value[int(token["index"])])
@@ -52,8 +61,11 @@ def _step(values: list[Any], token: re.Match[str]) -> list[Any]:
 
 def _filter(item: Any, token: re.Match[str]) -> bool:
     found = jsonpath(item, "." + token["fkey"])
-    text = str(found[0]).lower() if found and isinstance(found[0], bool) else (
-        str(found[0]) if found else None)  # fmt: skip
+    text = (
+        str(found[0]).lower()
+        if found and isinstance(found[0], bool)
+        else (str(found[0]) if found else None)
+    )
     return (text == token["fval"]) == (token["fop"] == "==")
 
 
@@ -102,19 +114,32 @@ def _columns(rt: ResourceType) -> tuple[PrinterColumn, ...]:
 
 
 def _definition(column: PrinterColumn) -> dict[str, Any]:
-    return {"name": column.name, "type": column.type, "format": column.format,
-            "description": column.description, "priority": column.priority}  # fmt: skip
+    return {
+        "name": column.name,
+        "type": column.type,
+        "format": column.format,
+        "description": column.description,
+        "priority": column.priority,
+    }
 
 
-def _row(obj: dict[str, Any], columns: tuple[PrinterColumn, ...],
-         now: dt.datetime) -> dict[str, Any]:  # fmt: skip
-    partial = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-               "metadata": obj.get("metadata", {})}  # fmt: skip
+def _row(
+    obj: dict[str, Any], columns: tuple[PrinterColumn, ...], now: dt.datetime
+) -> dict[str, Any]:
+    partial = {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata", {}),
+    }
     return {"cells": [_cell(obj, c, now) for c in columns], "object": partial}
 
 
-def table(rt: ResourceType, objects: list[dict[str, Any]], resource_version: str,
-          now: Callable[[], dt.datetime]) -> dict[str, Any]:  # fmt: skip
+def table(
+    rt: ResourceType,
+    objects: list[dict[str, Any]],
+    resource_version: str,
+    now: Callable[[], dt.datetime],
+) -> dict[str, Any]:
     """The Table of ``objects`` of kind ``rt``."""
     columns, moment = _columns(rt), now()
     return {

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-
 from kube_api_cluster import Cluster
 from kube_api_errors import ApiError, bad_request
 from kube_api_resources import ResourceType
@@ -95,9 +94,9 @@ def _bookmark(rt: ResourceType, revision: int, initial_end: bool = False) -> dic
     return {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": metadata}
 
 
-async def serve_watch(request: web.Request, cluster: Cluster, watches: Watches,
-                      wanted: WatchRequest, render: Render) -> web.StreamResponse:  # fmt: skip
-    rt = wanted.type
+async def serve_watch(
+    request: web.Request, cluster: Cluster, watches: Watches, wanted: WatchRequest, render: Render
+) -> web.StreamResponse:
     labels, fields = label_selector(wanted.labels), field_selector(wanted.fields)
     loop, queue = asyncio.get_running_loop(), watches.open()
 
@@ -113,9 +112,16 @@ async def serve_watch(request: web.Request, cluster: Cluster, watches: Watches,
         await response.write(_line("ERROR", error.status()))
         return response
     try:
-        await _stream(response, queue, wanted, initial, revision, render,
-                      lambda c: changed_event(c, lambda o: labels(o) and fields(o)),
-                      watches.bookmark_interval)  # fmt: skip
+        await _stream(
+            response,
+            queue,
+            wanted,
+            initial,
+            revision,
+            render,
+            lambda c: changed_event(c, lambda o: labels(o) and fields(o)),
+            watches.bookmark_interval,
+        )
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
@@ -124,23 +130,30 @@ async def serve_watch(request: web.Request, cluster: Cluster, watches: Watches,
     return response
 
 
-def _subscribe(cluster: Cluster, wanted: WatchRequest, deliver: Callable[[Change], None]
-               ) -> tuple[Callable[[], None], list[dict[str, Any]], int]:  # fmt: skip
+def _subscribe(
+    cluster: Cluster, wanted: WatchRequest, deliver: Callable[[Change], None]
+) -> tuple[Callable[[], None], list[dict[str, Any]], int]:
     """Subscribe and read what comes before live events, atomically."""
     rt, version = wanted.type, wanted.resource_version
     with cluster.store.locked():
         if version in (None, "", "0") or wanted.send_initial:
-            initial, revision = cluster.list(rt, wanted.namespace, wanted.labels, wanted.fields)
+            initial, revision = cluster.query(rt, wanted.namespace, wanted.labels, wanted.fields)
             return cluster.store.subscribe(deliver), initial, revision
         if not version.isdigit():
             raise bad_request(f"invalid resource version {version!r}")
         return cluster.store.watch(int(version), deliver), [], int(version)
 
 
-async def _stream(response: web.StreamResponse, queue: asyncio.Queue[Change | None],
-                  wanted: WatchRequest, initial: list[dict[str, Any]], revision: int,
-                  render: Render, event_of: Callable[[Change], tuple[str, dict[str, Any]] | None],
-                  interval: float) -> None:  # fmt: skip
+async def _stream(
+    response: web.StreamResponse,
+    queue: asyncio.Queue[Change | None],
+    wanted: WatchRequest,
+    initial: list[dict[str, Any]],
+    revision: int,
+    render: Render,
+    event_of: Callable[[Change], tuple[str, dict[str, Any]] | None],
+    interval: float,
+) -> None:
     rt, loop, seen = wanted.type, asyncio.get_running_loop(), revision
     for obj in initial:
         await response.write(_line("ADDED", render(obj)))
