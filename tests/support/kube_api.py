@@ -21,6 +21,7 @@ Module map::
     kube_api_collector    garbage collection and namespace/CRD cleanup plans
     kube_api_crd          CRD → served kinds; kube_api_schema, kube_api_cel: their checks
     kube_api_patch        merge, JSON and strategic merge patches
+    kube_api_scale        the scale subresource
     kube_api_store        objects, the resourceVersion counter, the change history
     kube_api_resources    served kinds; kube_api_builtin_schema: built-in schemas
     kube_api_selectors    label and field selectors; kube_api_table: Tables, JSONPath

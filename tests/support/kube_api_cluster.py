@@ -16,7 +16,6 @@ objects deleted and goes once they are gone.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 from collections import deque
 from collections.abc import Callable
@@ -25,13 +24,13 @@ from typing import Any
 
 import kube_api_admission as admission
 import kube_api_patch as patching
+import kube_api_scale as scaling
 import yaml
 from kube_api_builtin_schema import BuiltinSchemas
 from kube_api_collector import FOREGROUND, Action, after_removal, dependents_of, ref_of
 from kube_api_crd import CustomVersion, accepted_status, compile_crd
 from kube_api_errors import (
     ApiError,
-    Cause,
     already_exists,
     bad_request,
     conflict,
@@ -43,7 +42,6 @@ from kube_api_errors import (
 from kube_api_resources import Catalog, GroupResource, ResourceType
 from kube_api_selectors import field_selector, label_selector
 from kube_api_store import Change, Store, Subscriber
-from kube_api_table import jsonpath
 
 __all__ = ["PATCH_TYPES", "Cluster", "Outcome"]
 
@@ -107,7 +105,7 @@ class Cluster:
         self, rt: ResourceType, namespace: str, name: str, subresource: str = ""
     ) -> dict[str, Any]:
         obj = self._present(rt, self._existing(rt, namespace, name))
-        return self._scale_of(rt, obj) if subresource == "scale" else obj
+        return scaling.scale_of(rt, obj) if subresource == "scale" else obj
 
     def query(
         self,
@@ -169,7 +167,7 @@ class Cluster:
                     "apply your changes to the latest version and try again",
                 )
             if subresource == "scale":
-                body = self._apply_scale(rt, old, body)
+                body = scaling.with_scale(rt, old, body)
                 subresource = ""
             obj = admission.for_update(rt, body, old, subresource)
             warnings = self._admit(rt, obj, old, validation)
@@ -204,7 +202,7 @@ class Cluster:
                 raise not_found(rt.plural, rt.group, name)
             current = self._present(rt, existing)
             if subresource == "scale":
-                current = self._scale_of(rt, current)
+                current = scaling.scale_of(rt, current)
             patched = self._patched(rt, current, kind, patch)
             return self.update(
                 rt,
@@ -462,57 +460,6 @@ class Cluster:
         current = self.store.get(resource, obj["metadata"].get("namespace", ""), name)
         if current is not None:
             self._carry_out(then, current)
-
-    # -- the scale subresource -----------------------------------------------------------
-
-    def _scale_of(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        scale = rt.scale
-        if scale is None:
-            raise not_found(f"{rt.plural}/scale", rt.group, obj["metadata"]["name"])
-        spec = jsonpath(obj, scale.spec_replicas_path)
-        status = jsonpath(obj, scale.status_replicas_path)
-        selector = jsonpath(obj, scale.label_selector_path) if scale.label_selector_path else []
-        if not selector and rt.builtin:
-            labels = (obj.get("spec", {}).get("selector") or {}).get("matchLabels") or {}
-            selector = [",".join(f"{k}={v}" for k, v in sorted(labels.items()))]
-        metadata = {
-            k: obj["metadata"][k]
-            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-            if k in obj["metadata"]
-        }
-        status_body: dict[str, Any] = {"replicas": status[0] if status else 0}
-        if selector and selector[0]:
-            status_body["selector"] = selector[0]
-        return {
-            "kind": "Scale",
-            "apiVersion": "autoscaling/v1",
-            "metadata": metadata,
-            "spec": {"replicas": spec[0] if spec else 0},
-            "status": status_body,
-        }
-
-    def _apply_scale(
-        self, rt: ResourceType, old: dict[str, Any], scale: dict[str, Any]
-    ) -> dict[str, Any]:
-        if rt.scale is None:
-            raise not_found(f"{rt.plural}/scale", rt.group, old["metadata"]["name"])
-        replicas = (scale.get("spec") or {}).get("replicas")
-        if not isinstance(replicas, int) or replicas < 0:
-            cause_message = f"Invalid value: {replicas!r}: must be greater than or equal to 0"
-            raise invalid(
-                "Scale",
-                "autoscaling",
-                old["metadata"]["name"],
-                [Cause("FieldValueInvalid", cause_message, "spec.replicas")],
-            )
-        body = copy.deepcopy(old)
-        target = body
-        steps = rt.scale.spec_replicas_path.strip(".").split(".")
-        for step in steps[:-1]:
-            target = target.setdefault(step, {})
-        target[steps[-1]] = replicas
-        body["metadata"]["resourceVersion"] = (scale.get("metadata") or {}).get("resourceVersion")
-        return body
 
     # -- in-process conveniences for tests ----------------------------------------------
 
