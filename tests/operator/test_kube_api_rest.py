@@ -560,3 +560,27 @@ async def test_the_asyncio_client_works(kube: KubeApiServer) -> None:
         with pytest.raises(k8s.ApiException) as refused:
             await core.read_namespaced_config_map(fresh("missing"), "default")
         assert refused.value.status == 404
+
+
+async def test_deleting_a_crd_deletes_its_objects_and_stops_serving_it(
+    kube: KubeApiServer, api: Api
+) -> None:
+    crd = json.loads(json.dumps(WIDGET_CRD).replace("widget", "doodad").replace("Widget", "Doodad"))
+    crd["spec"]["names"]["shortNames"] = ["dd"]
+    await api.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    doodads = "/apis/example.com/v1/namespaces/default/doodads"
+    body = {"apiVersion": "example.com/v1", "kind": "Doodad", "metadata": {"name": "d"}}
+    await api.ok("POST", doodads, {**body, "spec": {"size": 1}})
+    changes, stop = kube.cluster.changes()
+    try:
+        await api.ok(
+            "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/doodads.example.com"
+        )
+    finally:
+        stop()
+    assert (await api.call("GET", doodads))[0] == 404
+    assert [(c.type, c.resource, c.object["metadata"]["name"]) for c in changes] == [
+        ("MODIFIED", ("apiextensions.k8s.io", "customresourcedefinitions"), "doodads.example.com"),
+        ("DELETED", ("example.com", "doodads"), "d"),
+        ("DELETED", ("apiextensions.k8s.io", "customresourcedefinitions"), "doodads.example.com"),
+    ]

@@ -12,6 +12,11 @@ which adds ``foregroundDeletion``) gets ``deletionTimestamp`` and stays until an
 empties its finalizers; ``Orphan`` drops the dependents' references first; ``Background``
 (the default) removes it and then its dependents. A namespace or CRD being deleted has its
 objects deleted and goes once they are gone.
+
+Server-side apply (``application/apply-patch+yaml``) is approximated: the object is created
+if absent, else the applied configuration is merged in as a strategic merge patch would;
+no field ownership is tracked (``managedFields`` are not kept), so fields are never
+removed by omission.
 """
 
 from __future__ import annotations
