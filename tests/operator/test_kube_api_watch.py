@@ -63,7 +63,7 @@ async def test_a_watch_from_a_list_misses_nothing_written_meanwhile(
     list's resourceVersion: every write after the list arrives, once, in order."""
     tag, writes = uuid.uuid4().hex[:8], 300
     cluster = kube.cluster
-    started = threading.Event()
+    started, listing = threading.Event(), threading.Event()
 
     def writer() -> None:
         for i in range(writes):
@@ -74,17 +74,20 @@ async def test_a_watch_from_a_list_misses_nothing_written_meanwhile(
                 cluster.patch_object("configmaps", name, {"data": {"n": str(i)}})
             if i == writes // 3:
                 started.set()
+                listing.wait(30)  # the rest is written while the list is served, and after
 
     thread = threading.Thread(target=writer)
     thread.start()
     await asyncio.to_thread(started.wait, 30)
     async with session.get(kube.url + CONFIGMAPS) as response:
+        listing.set()
         since = (await response.json())["metadata"]["resourceVersion"]
     await asyncio.to_thread(thread.join, 60)
+    assert int(since) < cluster.store.revision
     last = str(cluster.store.revision)
     url = f"{kube.url}{CONFIGMAPS}?watch=true&resourceVersion={since}"
     got: list[dict[str, Any]] = []
-    async with session.get(url) as response:
+    async with asyncio.timeout(60), session.get(url) as response:
         async for line in response.content:
             got.append(json.loads(line))
             if got[-1]["object"]["metadata"]["resourceVersion"] == last:
