@@ -109,9 +109,7 @@ class CommitLog:
     def __init__(self, paths: settings.StorePaths, config: settings.StoreConfig,
                  store_host: bytes) -> None:  # fmt: skip
         self.files = mapped_file.MappedFileQueue(
-            paths.commit_log,
-            config.mapped_file_size_commit_log,
-            preallocate=config.preallocate_commit_log,
+            paths.commit_log, config.mapped_file_size_commit_log
         )
         self.file_size = config.mapped_file_size_commit_log
         self.max_body_size = config.max_message_size
@@ -187,16 +185,33 @@ class CommitLog:
         return total, ""
 
     def _writable(self, total: int) -> mapped_file.MappedFile:
-        """The segment to write ``total`` bytes into, closing the current one if needed."""
+        """The segment to write ``total`` bytes into, closing the current one if needed.
+        Raises ``OSError`` before writing anything when blocks cannot be allocated."""
         mapped = self.files.last
         if mapped is None:
             return self.files.roll(0)
         if total + _BLANK_RESERVE > mapped.remaining:
-            if mapped.remaining >= _BLANK_RESERVE:
+            filler = mapped.remaining >= _BLANK_RESERVE
+            if filler:
+                mapped.allocate(mapped.wrote + _BLANK_RESERVE)
+            following = self.files.roll()
+            if filler:
                 record.blank_into(mapped.mm, mapped.wrote, mapped.remaining)
             mapped.wrote = mapped.size
-            mapped = self.files.roll()
+            return following
+        mapped.allocate(mapped.size)  # a segment found on disk may have holes
         return mapped
+
+    def reserve(self) -> None:
+        """Before an append: the current segment's blocks allocated, and once it is half
+        written the next segment created ahead (as RocketMQ's ``AllocateMappedFileService``
+        does), so the append rolls into a ready segment. Raises ``OSError``."""
+        mapped = self.files.last
+        if mapped is None:
+            return
+        half = mapped.wrote >= mapped.size // 2
+        if mapped.allocated < mapped.size or (half and not self.files.ahead):
+            self.files.reserve(mapped.end + 1 if half else mapped.end)
 
     def append(
         self, messages: Sequence[model.InnerMessage], now: int
@@ -305,6 +320,7 @@ class CommitLog:
             raise errors.ReplicaMismatchError(
                 f"{size} replica bytes at {offset} cross the segment end {mapped.end}"
             )
+        mapped.allocate(mapped.size)  # OSError on a full disk, before a byte is written
         mapped.mm[mapped.wrote : mapped.wrote + size] = data
         mapped.wrote += size
 

@@ -23,8 +23,13 @@ One deviation from Java: ``keyHash`` is ``crc32(utf8(key)) & 0x7FFFFFFF`` rather
 crc32 runs in C while a Java-compatible hash would be a Python loop per character; only
 this store reads these files, and the layout is otherwise Java's.
 
-The file is created sparse (``ftruncate``): a default file is 420 MB of address space, but
-only the pages touched take disk space.
+A file is created with all its blocks allocated (420 MB by default; only the newest file
+is not full), so no write through its mapping can fault on a full disk. The key index is
+a lookup aid: an append is refused when the index file it may need cannot be created
+(:meth:`IndexService.reserve`, before the commit log is written), but when dispatch still
+needs one that cannot be had (a run with more keys than reserved, a recovery or a slave on
+a full disk), the keys that do not fit are left out of the index and the messages are
+stored all the same (found by queue and offset id, not by key), with a warning once.
 """
 
 from __future__ import annotations
@@ -196,6 +201,10 @@ class IndexFile:
         _HEADER.pack_into(self.mapped.mm, 0, self.begin_ts, self.end_ts, self.begin_phys,
                           self.end_phys, self.slots_used, self.count)  # fmt: skip
 
+    def _header(self) -> bytes:
+        return _HEADER.pack(self.begin_ts, self.end_ts, self.begin_phys, self.end_phys,
+                            self.slots_used, self.count)  # fmt: skip
+
     def slot_pages(self) -> list[tuple[int, bytes | bytearray]]:
         """Copies of the shadow pages changed since the last call, with their file offsets
         (taken on the event loop: one consistent snapshot).
@@ -281,15 +290,19 @@ class IndexFile:
             else:
                 low = middle + 1
         keep = low
+        # Only bytes that change are written: they hold data, so their blocks exist even
+        # in a file that is not allocated (recovery on a full disk never faults).
         for number in range(keep, physical_end):
             found, _phys, _diff, _prev = self._entry(number)
             slot_pos = (found % self.slot_num) * 4
-            head = self._slot_at(slot_pos)
+            head = first = self._slot_at(slot_pos)
             while head >= keep:
                 _f, _p, _d, prev = self._entry(head)
                 head = prev if 0 < prev < head else 0
-            self._set_slot(slot_pos, head)
-        mm[at + keep * 20 : at + physical_end * 20] = bytes((physical_end - keep) * 20)
+            if head != first:
+                self._set_slot(slot_pos, head)
+        if physical_end > keep:
+            mm[at + keep * 20 : at + physical_end * 20] = bytes((physical_end - keep) * 20)
         self.count = keep
         if keep <= 1:
             self.begin_ts = self.end_ts = self.begin_phys = self.end_phys = 0
@@ -297,7 +310,9 @@ class IndexFile:
             _found, phys, diff, _prev = self._entry(keep - 1)
             self.end_phys = phys
             self.end_ts = self.begin_ts + diff * 1000
-        self.write_header()
+        if self._header() != mm[:_HEADER_SIZE]:
+            self.mapped.allocate(_HEADER_SIZE)
+            self.write_header()
 
 
 PutMany: TypeAlias = Callable[[IndexFile, list[tuple[int, int, int]], int], int]
@@ -322,6 +337,11 @@ class IndexService:
         self.index_num = config.max_index_num
         self._clock = clock
         self.files: list[IndexFile] = []
+        self._spare: IndexFile | None = None
+        """The next file, created by :meth:`reserve` before the active one fills up."""
+        self.dropped_keys = 0
+        """Keys left out of the index because no file could be had for them."""
+        self._dropping = False
 
     def load(self) -> None:
         if not self._directory.is_dir():
@@ -333,7 +353,8 @@ class IndexService:
         if self.files:
             self.files[-1].activate()
 
-    def _new_file(self) -> IndexFile:
+    def _create(self) -> IndexFile:
+        """A new file, named by the clock (``OSError`` when it cannot be allocated)."""
         self._directory.mkdir(parents=True, exist_ok=True)
         now = self._clock()
         while True:
@@ -342,27 +363,61 @@ class IndexService:
             if not path.exists():
                 break
             now += 1
-        created = IndexFile(path, self.slot_num, self.index_num)
+        return IndexFile(path, self.slot_num, self.index_num)
+
+    def _new_file(self) -> IndexFile:
+        created, self._spare = self._spare or self._create(), None
         created.activate()
         self.files.append(created)
         return created
 
+    def reserve(self, keys: int) -> None:
+        """Before an append whose messages may bring ``keys`` keys: the active file's
+        blocks allocated, and the next file created when these may fill the active one,
+        so dispatch has no index file to create. Raises ``OSError``."""
+        files = self.files
+        if not files:
+            self._new_file()
+            return
+        active = files[-1]
+        mapped = active.mapped
+        if mapped.allocated >= mapped.size and active.count + keys < active.index_num:
+            return
+        mapped.allocate(mapped.size)
+        if active.count + keys >= active.index_num and self._spare is None:
+            self._spare = self._create()
+
     def add_many(self, entries: list[tuple[int, int, int]]) -> None:
         """Index ``(keyHash, phyOffset, storeTimestamp)`` entries in order, rolling to a new
-        file when one fills up, and publish the active file's header once at the end."""
+        file when one fills up, and publish the active file's header once at the end.
+        Entries no file can be had for are left out (see the module docstring)."""
         files = self.files
         current = files[-1] if files else None
         at = 0
-        while True:
-            if current is None or current.is_full:
-                if current is not None:
-                    current.write_header()
-                    current.deactivate()
-                current = self._new_file()
-            at = self._put_many(current, entries, at)
-            if at >= len(entries):
-                break
-        current.write_header()
+        try:
+            while True:
+                if current is None or current.is_full:
+                    if current is not None:
+                        current.write_header()
+                        current.deactivate()
+                    current = self._new_file()
+                elif current.mapped.allocated < current.mapped.size:
+                    current.mapped.allocate(current.mapped.size)
+                at = self._put_many(current, entries, at)
+                if at >= len(entries):
+                    break
+        except OSError as exc:
+            self.dropped_keys += len(entries) - at
+            if not self._dropping:
+                _log.warning("keys left out of the index from commit log offset %d on: %s",
+                             entries[at][1], exc)  # fmt: skip
+            self._dropping = True
+        else:
+            if self._dropping:
+                _log.warning("keys indexed again from commit log offset %d on", entries[0][1])
+            self._dropping = False
+        if current is not None:
+            current.write_header()
 
     def write_header(self) -> None:
         """Publish the active file's header (once per dispatch batch)."""
@@ -438,4 +493,7 @@ class IndexService:
         """Close the files as they are (a clean shutdown flushes first)."""
         for index_file in self.files:
             index_file.mapped.close()
+        if self._spare is not None:
+            self._spare.mapped.close()
+            self._spare = None
         self.files = []
