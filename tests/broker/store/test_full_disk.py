@@ -24,6 +24,8 @@ from rocketkube.broker.store import (
     PutStatus,
     StoreConfig,
 )
+from rocketkube.broker.store.commitlog import ALLOCATION_UNIT
+from rocketkube.broker.store.consume_queue import ALLOCATION_UNIT as QUEUE_UNIT
 from rocketkube.broker.store.disk_guard import disk_usage_ratio
 from rocketkube.broker.store.mapped_file import MappedFile
 from rocketkube.common.message import record
@@ -84,6 +86,30 @@ def test_a_file_is_written_only_where_its_blocks_are(disk: Path) -> None:
     assert mapped.allocated == 16384
     mapped.mm[8192:16384] = b"y" * 8192
     mapped.close()
+
+
+def test_files_take_disk_as_they_fill_not_at_creation(
+    open_store: OpenStore, config: StoreConfig, msg: MakeMessage
+) -> None:
+    """Blocks come ahead of the writer in steps: a store with one small message holds a
+    first step of its 64 MiB segment and of its 6 MB queue file, as sparse files did."""
+    store = open_store(
+        dataclasses.replace(
+            config, mapped_file_size_commit_log=64 << 20, mapped_file_size_consume_queue=6_000_000
+        )
+    )
+    assert store.put_message(msg(b"one")).ok
+
+    def on_disk(path: Path) -> int:
+        return path.stat().st_blocks * 512
+
+    segment = store.paths.commit_log / "00000000000000000000"
+    queue_file = store.paths.queue_dir("TopicA", 0) / "00000000000000000000"
+    assert ALLOCATION_UNIT <= on_disk(segment) < ALLOCATION_UNIT + (1 << 20)
+    assert QUEUE_UNIT <= on_disk(queue_file) < QUEUE_UNIT + (1 << 20)
+    for _ in range(400):
+        assert store.put_message(msg(b"x" * 15_000)).ok  # 6 MB more
+    assert on_disk(segment) >= store.commit_log_max_offset + ALLOCATION_UNIT
 
 
 def test_a_new_topic_on_a_full_disk_is_refused_with_nothing_written(

@@ -278,8 +278,8 @@ class MappedFileQueue:
 
     def __init__(self, directory: Path, file_size: int, *, unit: int | None = None) -> None:
         """``unit``: a new file gets the blocks of its first ``unit`` bytes, and
-        :meth:`reserve` allocates more in multiples of it, at least doubling what a file
-        has (default: the whole file at once)."""
+        :meth:`reserve` allocates more in multiples of it, doubling what a file has where
+        it can (default: the whole file at once)."""
         self.directory = directory
         self.file_size = file_size
         self.unit = file_size if unit is None else min(unit, file_size)
@@ -378,13 +378,24 @@ class MappedFileQueue:
             self._grow(mapped, end - at)
             at = mapped.end
 
+    def prepare(self) -> None:
+        """Create the file after the last one ahead of time, unless it is (``OSError``)."""
+        if not self.ahead:
+            self.ahead.append(self._create(self.files[-1].end))
+
     def _grow(self, mapped: MappedFile, need: int) -> None:
-        """Allocate ``mapped`` to at least ``need`` bytes: at least double what it has,
-        in whole units (fewer, larger calls for a busy file; little for an idle one)."""
+        """Allocate ``mapped`` to at least ``need`` bytes, in whole units: double what it
+        has when the disk allows (fewer, larger calls for a busy file; little for an idle
+        one), else just enough."""
         if need > mapped.allocated:
             unit = self.unit
-            want = max(need, 2 * mapped.allocated)
-            mapped.allocate((want + unit - 1) // unit * unit)
+            wanted = -(-need // unit) * unit
+            doubled = -(-2 * mapped.allocated // unit) * unit
+            if doubled > wanted:
+                with contextlib.suppress(OSError):
+                    mapped.allocate(doubled)
+                    return
+            mapped.allocate(wanted)
 
     def _drop_ahead(self) -> None:
         for mapped in self.ahead:
