@@ -27,6 +27,7 @@ from rocketkube.broker.store import (
 from rocketkube.broker.store.commitlog import ALLOCATION_UNIT
 from rocketkube.broker.store.consume_queue import ALLOCATION_UNIT as QUEUE_UNIT
 from rocketkube.broker.store.disk_guard import disk_usage_ratio
+from rocketkube.broker.store.index import ALLOCATION_UNIT as INDEX_UNIT
 from rocketkube.broker.store.mapped_file import MappedFile
 from rocketkube.common.message import record
 
@@ -92,24 +93,35 @@ def test_files_take_disk_as_they_fill_not_at_creation(
     open_store: OpenStore, config: StoreConfig, msg: MakeMessage
 ) -> None:
     """Blocks come ahead of the writer in steps: a store with one small message holds a
-    first step of its 64 MiB segment and of its 6 MB queue file, as sparse files did."""
+    first step of its 64 MiB segment, of its 6 MB queue file and of its index file's
+    entries, as sparse files did; they grow with what is written."""
     store = open_store(
         dataclasses.replace(
-            config, mapped_file_size_commit_log=64 << 20, mapped_file_size_consume_queue=6_000_000
+            config,
+            mapped_file_size_commit_log=64 << 20,
+            mapped_file_size_consume_queue=6_000_000,
+            max_hash_slot_num=1000,
+            max_index_num=200_000,
         )
     )
-    assert store.put_message(msg(b"one")).ok
+    assert store.put_message(msg(b"one", uniq="U")).ok
 
     def on_disk(path: Path) -> int:
         return path.stat().st_blocks * 512
 
     segment = store.paths.commit_log / "00000000000000000000"
     queue_file = store.paths.queue_dir("TopicA", 0) / "00000000000000000000"
+    (index_file,) = store.paths.index.iterdir()
+    slots = 40 + 4 * 1000
     assert ALLOCATION_UNIT <= on_disk(segment) < ALLOCATION_UNIT + (1 << 20)
     assert QUEUE_UNIT <= on_disk(queue_file) < QUEUE_UNIT + (1 << 20)
-    for _ in range(400):
-        assert store.put_message(msg(b"x" * 15_000)).ok  # 6 MB more
+    assert slots + INDEX_UNIT <= on_disk(index_file) < slots + INDEX_UNIT + (1 << 20)
+    keys = " ".join(f"k{n}" for n in range(100))
+    for _ in range(600):  # 6 MB of records, 60,000 keys
+        assert store.put_message(msg(b"x" * 10_000, keys=keys)).ok
     assert on_disk(segment) >= store.commit_log_max_offset + ALLOCATION_UNIT
+    assert on_disk(index_file) >= slots + 60_000 * 20
+    assert len(store.query_by_key("TopicA", "k99", 1000, 0, 2**62).buffers) == 64  # at most
 
 
 def test_a_new_topic_on_a_full_disk_is_refused_with_nothing_written(

@@ -23,8 +23,10 @@ One deviation from Java: ``keyHash`` is ``crc32(utf8(key)) & 0x7FFFFFFF`` rather
 crc32 runs in C while a Java-compatible hash would be a Python loop per character; only
 this store reads these files, and the layout is otherwise Java's.
 
-A file is created with all its blocks allocated (420 MB by default; only the newest file
-is not full), so no write through its mapping can fault on a full disk. The key index is
+A file is created with the blocks of its header, its slots (written anywhere) and a first
+step of its entries allocated, and entries are allocated in steps ahead of the writer
+(doubling): nothing is written through the mapping where blocks are not (a full disk
+would fault), and a file takes disk as it fills, as a sparse one did. The key index is
 a lookup aid: an append is refused when the index file it may need cannot be created
 (:meth:`IndexService.reserve`, before the commit log is written), but when dispatch still
 needs one that cannot be had (a run with more keys than reserved, a recovery or a slave on
@@ -60,6 +62,8 @@ _ENTRY_SIZE: Final = 20
 _INT_MAX: Final = 0x7FFFFFFF
 _ZERO_ENTRY: Final = bytes(_ENTRY_SIZE)
 _PAGE_SHIFT: Final = 12
+ALLOCATION_UNIT: Final = 1 << 20
+"""Entries are allocated 1 MiB (52,428 entries) at a time, then doubling."""
 
 
 def topic_seed(topic: str) -> int:
@@ -84,15 +88,23 @@ class IndexFile:
 
     __slots__ = ("_dirty", "_slot_base", "_slots", "_snapshot", "_whole_flush_pages",
                  "begin_phys", "begin_ts", "count", "end_phys", "end_ts", "entries_at",
-                 "flushed_count", "index_num", "mapped", "slot_num", "slots_used")  # fmt: skip
+                 "flushed_count", "index_num", "mapped", "slot_num", "slots_used",
+                 "writable_num")  # fmt: skip
 
     def __init__(self, path: Path, slot_num: int, index_num: int) -> None:
+        """Open the file, creating it (``OSError`` when it cannot be allocated)."""
         size = _HEADER_SIZE + slot_num * 4 + index_num * _ENTRY_SIZE
-        self.mapped = mapped_file.MappedFile(path, 0, size)
+        self.entries_at = _HEADER_SIZE + slot_num * 4
+        self.mapped = mapped_file.MappedFile(
+            path, 0, size, allocate=self.entries_at + ALLOCATION_UNIT
+        )
         self.mapped.wrote = size
         self.slot_num = slot_num
         self.index_num = index_num
-        self.entries_at = _HEADER_SIZE + slot_num * 4
+        self.writable_num = 0
+        """Entry numbers below it have their blocks (at most ``index_num``): the writer
+        stops there, :meth:`grow` moves it."""
+        self._set_writable()
         header: tuple[int, int, int, int, int, int] = _HEADER.unpack_from(self.mapped.mm, 0)
         self.begin_ts, self.end_ts, self.begin_phys, self.end_phys = header[:4]
         self.slots_used: int = header[4]
@@ -111,6 +123,16 @@ class IndexFile:
     @property
     def is_full(self) -> bool:
         return self.count >= self.index_num
+
+    def _set_writable(self) -> None:
+        allocated = self.mapped.allocated
+        self.writable_num = min(self.index_num, max(0, allocated - self.entries_at) // 20)
+
+    def grow(self, number: int) -> None:
+        """Allocate the entries below ``number`` (at most the file). Raises ``OSError``."""
+        if number > self.writable_num:
+            self.mapped.grow(self.entries_at + number * _ENTRY_SIZE, ALLOCATION_UNIT)
+            self._set_writable()
 
     @property
     def is_empty(self) -> bool:
@@ -149,7 +171,8 @@ class IndexFile:
 
     def put_many(self, entries: list[tuple[int, int, int]], start: int) -> int:
         """Add ``(keyHash, phyOffset, storeTimestamp)`` entries from ``entries[start]`` on
-        until the file is full; returns the position of the first entry not added.
+        until the file's allocated entries are used up (:attr:`writable_num`); returns the
+        position of the first entry not added.
 
         One call per dispatch batch with the attributes held in locals: the per-key work
         is two ``pack_into`` and one ``unpack_from``, and Python call and attribute
@@ -168,7 +191,7 @@ class IndexFile:
         pack_slot = _SLOT.pack_into
         pack_entry = _ENTRY.pack_into
         number = self.count
-        limit = self.index_num
+        limit = self.writable_num
         used = self.slots_used
         begin_ts = self.begin_ts
         at = start
@@ -376,15 +399,12 @@ class IndexService:
         blocks allocated, and the next file created when these may fill the active one,
         so dispatch has no index file to create. Raises ``OSError``."""
         files = self.files
-        if not files:
-            self._new_file()
+        active = files[-1] if files else self._new_file()
+        wanted = active.count + keys
+        if wanted < active.writable_num:
             return
-        active = files[-1]
-        mapped = active.mapped
-        if mapped.allocated >= mapped.size and active.count + keys < active.index_num:
-            return
-        mapped.allocate(mapped.size)
-        if active.count + keys >= active.index_num and self._spare is None:
+        active.grow(min(wanted, active.index_num))
+        if wanted >= active.index_num and self._spare is None:
             self._spare = self._create()
 
     def add_many(self, entries: list[tuple[int, int, int]]) -> None:
@@ -401,8 +421,8 @@ class IndexService:
                         current.write_header()
                         current.deactivate()
                     current = self._new_file()
-                elif current.mapped.allocated < current.mapped.size:
-                    current.mapped.allocate(current.mapped.size)
+                elif current.count >= current.writable_num:
+                    current.grow(current.count + len(entries) - at)
                 at = self._put_many(current, entries, at)
                 if at >= len(entries):
                     break

@@ -156,6 +156,19 @@ class MappedFile:
             os.posix_fallocate(self.fd, self.allocated, end - self.allocated)
             self.allocated = end
 
+    def grow(self, need: int, unit: int) -> None:
+        """:meth:`allocate` at least ``need`` bytes, in whole ``unit``: double what the file
+        has when the disk allows (fewer, larger calls for a busy file; little for an idle
+        one), else just enough. Raises ``OSError``."""
+        if need > self.allocated:
+            wanted = -(-need // unit) * unit
+            doubled = -(-2 * self.allocated // unit) * unit
+            if doubled > wanted:
+                with contextlib.suppress(OSError):
+                    self.allocate(doubled)
+                    return
+            self.allocate(wanted)
+
     def populate(self, end: int) -> None:
         """Map the pages up to ``end`` for writing now, in one system call.
 
@@ -365,37 +378,23 @@ class MappedFileQueue:
         ahead), so that writes up to ``end`` need no new block. Raises ``OSError``, having
         kept what it did allocate."""
         last = self.files[-1]
-        self._grow(last, end - last.start)
+        last.grow(end - last.start, self.unit)
         at = last.end
         for mapped in self.ahead:
             if end <= at:
                 return
-            self._grow(mapped, end - at)
+            mapped.grow(end - at, self.unit)
             at = mapped.end
         while end > at:
             mapped = self._create(at)
             self.ahead.append(mapped)
-            self._grow(mapped, end - at)
+            mapped.grow(end - at, self.unit)
             at = mapped.end
 
     def prepare(self) -> None:
         """Create the file after the last one ahead of time, unless it is (``OSError``)."""
         if not self.ahead:
             self.ahead.append(self._create(self.files[-1].end))
-
-    def _grow(self, mapped: MappedFile, need: int) -> None:
-        """Allocate ``mapped`` to at least ``need`` bytes, in whole units: double what it
-        has when the disk allows (fewer, larger calls for a busy file; little for an idle
-        one), else just enough."""
-        if need > mapped.allocated:
-            unit = self.unit
-            wanted = -(-need // unit) * unit
-            doubled = -(-2 * mapped.allocated // unit) * unit
-            if doubled > wanted:
-                with contextlib.suppress(OSError):
-                    mapped.allocate(doubled)
-                    return
-            mapped.allocate(wanted)
 
     def _drop_ahead(self) -> None:
         for mapped in self.ahead:
