@@ -190,6 +190,9 @@ def test_the_queues_a_run_needs_ready_are_the_python_ones(
         assert unready_alike(store, [message(topic="Half", sys_flag=0x4)]) == []  # no entry
         many = [message(queue_id=1)] * 200  # more than the 100-entry file has room for
         assert unready_alike(store, many) == [("TopicA", 1)]
+        odd = [message(queue_id=2**70), message(queue_id=-1), message(sys_flag=2**80 | 0x4),
+               message(topic="C", sys_flag=2**80), message(topic="D", sys_flag=-4)]  # fmt: skip
+        assert unready_alike(store, odd) == [("TopicA", 2**70), ("TopicA", -1), ("C", 0)]
     finally:
         store.close()
 

@@ -13,6 +13,7 @@ after the last one in its file's allocated room; for any other the Python method
 
 from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.long cimport PyLong_AsLongAndOverflow
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_GET_LENGTH
 from libc.string cimport memchr
 
@@ -147,23 +148,32 @@ def unready(messages, dict queues, dict queue_offsets):
     cdef set others = set()
     cdef object cached_topic = None
     cdef unsigned long long mask = 0, bit
-    cdef int tx
+    cdef long tx, qid
+    cdef int overflow
     for message in messages:
         if type(message) is _MESSAGE.cls:
             topic = _MESSAGE.get(message, 0)
             queue_id = _MESSAGE.get(message, 1)
-            tx = _MESSAGE.get(message, 2) & _TX_MASK
+            sys_flag = _MESSAGE.get(message, 2)
         else:
-            topic, queue_id, tx = message.topic, message.queue_id, message.sys_flag & _TX_MASK
+            topic, queue_id, sys_flag = message.topic, message.queue_id, message.sys_flag
+        overflow = 1
+        if type(sys_flag) is int:  # the common case in C, the rest as Python does it
+            tx = PyLong_AsLongAndOverflow(sys_flag, &overflow) & _TX_MASK
+        if overflow:
+            tx = sys_flag & _TX_MASK
         if tx == _PREPARED or tx == _ROLLBACK:
             continue
-        if type(topic) is str and type(queue_id) is int and 0 <= queue_id < CACHED_QUEUES:
+        qid = -1
+        if type(topic) is str and type(queue_id) is int:
+            qid = PyLong_AsLongAndOverflow(queue_id, &overflow)
+        if 0 <= qid < CACHED_QUEUES:
             if topic is not cached_topic and topic != cached_topic:
                 if cached_topic is not None:
                     masks[cached_topic] = mask
                 cached_topic = topic
                 mask = masks.get(topic, 0)
-            bit = 1ULL << <int>queue_id
+            bit = 1ULL << qid
             if mask & bit:
                 continue
             mask |= bit
