@@ -148,6 +148,36 @@ def test_a_new_topic_on_a_full_disk_is_refused_with_nothing_written(
     assert bodies(store, "Old", 0) == [b"first", b"second"]  # reads go on
 
 
+def test_a_run_longer_than_the_reservation_is_refused_whole(
+    tmp_path: Path, open_store: OpenStore, full_disk_config: StoreConfig, msg: MakeMessage
+) -> None:
+    """9 MB in one run: past the 4 MiB allocated ahead of the writer, so the append itself
+    must allocate, and on a full disk refuses the run before writing a record of it."""
+    with tmpfs(tmp_path / "bigger", 24 << 20) as disk:
+        config = dataclasses.replace(
+            full_disk_config,
+            store_path_root_dir=disk / "store",
+            mapped_file_size_commit_log=16 << 20,
+            mapped_file_size_consume_queue=6_000_000,
+            message_index_enable=False,
+        )
+        store = open_store(config, disk_usage=disk_usage_ratio)
+        assert store.put_message(msg(b"first")).ok
+        assert store.put_message(msg(b"second")).ok  # 8 MiB allocated ahead now
+        fill(disk / "filler")
+        run = [msg(b"%04d" % i + b"r" * 15_000) for i in range(600)]
+        end = store.commit_log_max_offset
+
+        refused = store.put_messages(run)
+
+        assert refused.status is PutStatus.SERVICE_NOT_AVAILABLE
+        assert "disk full" in refused.error
+        assert store.commit_log_max_offset == end
+        assert store.max_offset("TopicA", 0) == 2
+        assert bodies(store, "TopicA", 0) == [b"first", b"second"]
+        store.close()
+
+
 def test_appends_are_taken_again_once_space_returns(
     disk: Path, open_full: Callable[[], MessageStore], msg: MakeMessage, clock: object
 ) -> None:

@@ -16,8 +16,8 @@ commit log offset" a binary search too (recovery truncation, retention).
 
 The tags code is the Java hash of TAGS, or for the schedule topic the delivery time.
 
-Blocks: a queue file gets its blocks in steps (``ALLOCATION_UNIT``, then at least doubling),
-not all 6 MB at creation, since every queue of every topic has one: a queue file is written
+Blocks: a queue file gets its blocks in steps (``ALLOCATION_UNIT``, then doubling), not all
+6 MB at creation, since every queue of every topic has one: a queue file is written
 only below its allocated part, and :meth:`ConsumeQueue.reserve` moves that ahead of an
 append (creating files as needed), so the dispatch of appended messages never faults on a
 full disk; without a reservation (recovery, a slave) :meth:`ConsumeQueue.put` allocates
