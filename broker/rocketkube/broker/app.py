@@ -97,7 +97,11 @@ class BrokerApp:
             on_close=self.clients.on_channel_closed,
         )
         self.http = HttpEndpoint(
-            self.registry, settings.bind_address, settings.effective_http_port, self._is_ready
+            self.registry,
+            settings.bind_address,
+            settings.effective_http_port,
+            self._is_ready,
+            self._conditions,
         )
         self.ctx: BrokerContext | None = None
         self.registrar: Registrar | None = None
@@ -122,6 +126,11 @@ class BrokerApp:
 
     def _is_ready(self) -> bool:
         return self._ready and self.registrar is not None and self.registrar.ready
+
+    def _conditions(self) -> list[str]:
+        """``/readyz``'s detail lines: why writes are refused (reads go on)."""
+        refusal = self.ctx.store.write_refusal if self.ctx is not None else None
+        return [] if refusal is None else [f"writes refused: {refusal}"]
 
     async def start(self) -> None:
         await self.server.start()

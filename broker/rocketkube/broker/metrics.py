@@ -31,6 +31,8 @@ class BrokerCollector(Collector):
             ("commitlog_flushed_offset", "Commit log offset known on disk", store.flushed_offset),
             ("dispatch_offset", "Commit log offset dispatched to queues", store.dispatch_offset),
             ("disk_used_ratio", "Used share of the store's disk", store.disk_use_ratio()),
+            ("disk_full", "1 while the store refuses writes for lack of disk", not store.writable),
+            ("index_dropped_keys", "Keys the index lacked disk for", store.index_dropped_keys),
             ("held_pulls", "Long-polling pulls waiting for messages", self._held_pulls()),
             ("topics", "Topics configured on this broker", len(self._ctx.topics.table)),
             *(self._more() if self._more is not None else ()),

@@ -1,5 +1,12 @@
 """Broker settings under RocketMQ's property names (BrokerConfig, MessageStoreConfig,
-NettyServerConfig), and their translation into the store's :class:`StoreConfig`."""
+NettyServerConfig), and their translation into the store's :class:`StoreConfig`.
+
+Disk use, in percent as in RocketMQ's ``MessageStoreConfig``: ``diskMaxUsedSpaceRatio``
+(75) is where retention starts deleting expired segments whatever the hour,
+``diskSpaceCleanForciblyRatio`` (85) where it deletes the oldest even unexpired, and
+``diskSpaceWarningLevelRatio`` (90) where the broker refuses sends (SERVICE_NOT_AVAILABLE)
+until retention or an operator frees space. The last two are held to RocketMQ's ranges
+(30-85 and 35-90) as its store holds them."""
 
 from __future__ import annotations
 
@@ -102,9 +109,12 @@ class BrokerSettings(BaseModel):
     mapped_file_size_consume_queue: int = Field(6_000_000, alias="mappedFileSizeConsumeQueue", gt=0)
     sync_flush_timeout: int = Field(5_000, alias="syncFlushTimeout", gt=0)
     flush_interval_commit_log: int = Field(500, alias="flushIntervalCommitLog", gt=0)
+    flush_interval_consume_queue: int = Field(1000, alias="flushIntervalConsumeQueue", gt=0)
     file_reserved_time: int = Field(72, alias="fileReservedTime", gt=0)
     delete_when: str = Field("04", alias="deleteWhen")
     disk_max_used_space_ratio: int = Field(75, alias="diskMaxUsedSpaceRatio", ge=10, le=95)
+    disk_space_warning_level_ratio: int = Field(90, alias="diskSpaceWarningLevelRatio")
+    disk_space_clean_forcibly_ratio: int = Field(85, alias="diskSpaceCleanForciblyRatio")
     max_message_size: int = Field(4 * 1024 * 1024, alias="maxMessageSize", gt=0)
     message_delay_level: str = Field(
         "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h", alias="messageDelayLevel"
@@ -115,6 +125,16 @@ class BrokerSettings(BaseModel):
     access_message_in_memory_max_ratio: int = Field(
         40, alias="accessMessageInMemoryMaxRatio", ge=0, le=100
     )
+
+    @field_validator("disk_space_warning_level_ratio")
+    @classmethod
+    def _warning_level_range(cls, value: int) -> int:
+        return min(max(value, 35), 90)
+
+    @field_validator("disk_space_clean_forcibly_ratio")
+    @classmethod
+    def _clean_forcibly_range(cls, value: int) -> int:
+        return min(max(value, 30), 85)
 
     @field_validator("message_delay_level")
     @classmethod
@@ -164,9 +184,12 @@ class BrokerSettings(BaseModel):
             flush_disk_type=self.flush_disk_type,
             sync_flush_timeout=self.sync_flush_timeout,
             flush_interval_commit_log=self.flush_interval_commit_log,
+            flush_interval_consume_queue=self.flush_interval_consume_queue,
             file_reserved_time=self.file_reserved_time,
             delete_when=self.delete_when,
             disk_max_used_space_ratio=self.disk_max_used_space_ratio,
+            disk_space_warning_level_ratio=self.disk_space_warning_level_ratio / 100,
+            disk_space_clean_forcibly_ratio=self.disk_space_clean_forcibly_ratio / 100,
             max_message_size=self.max_message_size,
             message_delay_level=self.message_delay_level,
             max_hash_slot_num=self.max_hash_slot_num,

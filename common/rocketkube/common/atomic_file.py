@@ -7,7 +7,8 @@ Writing ``name`` (Java ``MixAll.string2File`` made atomic)::
     name       <- rename(name.tmp)  (atomic), then fsync the directory
 
 Reading takes ``name``, and falls back to ``name.bak`` when ``name`` is missing, empty or
-fails to parse: a crash at any point leaves one of the two complete.
+fails to parse: a crash at any point leaves one of the two complete. A write that fails (a
+full disk) leaves ``name`` as it was and removes its ``name.tmp``.
 
 A server keeps such a file current with :class:`BackgroundSaver`, which writes from a worker
 thread: on a busy disk one fsync can take seconds, and on the event loop it would hold up
@@ -54,6 +55,9 @@ def save_bytes(path: Path, data: bytes) -> None:
         while view:
             view = view[os.write(fd, view) :]
         os.fsync(fd)
+    except OSError:
+        tmp.unlink()  # a full disk: the old file stays, and no half-written copy beside it
+        raise
     finally:
         os.close(fd)
     if path.exists():

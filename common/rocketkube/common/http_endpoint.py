@@ -1,9 +1,13 @@
-"""The HTTP side port of a server: ``/metrics`` (Prometheus), ``/healthz``, ``/readyz``."""
+"""The HTTP side port of a server: ``/metrics`` (Prometheus), ``/healthz``, ``/readyz``.
+
+``/readyz`` answers 200 ``ready`` or 503 ``not ready``, followed by one line per condition
+the server reports (a broker whose disk is full: ready, as it serves reads, and why it
+refuses writes)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import prometheus_client
 from aiohttp import web
@@ -20,11 +24,13 @@ class HttpEndpoint:
         host: str,
         port: int,
         ready: Callable[[], bool],
+        details: Callable[[], Iterable[str]] = tuple,
     ) -> None:
         self._registry = registry
         self._host = host
         self._port = port
         self._ready = ready
+        self._details = details
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
 
@@ -62,6 +68,6 @@ class HttpEndpoint:
         return web.Response(text="ok\n")
 
     async def _readyz(self, request: web.Request) -> web.Response:
-        if self._ready():
-            return web.Response(text="ready\n")
-        return web.Response(status=503, text="not ready\n")
+        ready = self._ready()
+        lines = ["ready" if ready else "not ready", *self._details()]
+        return web.Response(status=200 if ready else 503, text="".join(f"{x}\n" for x in lines))

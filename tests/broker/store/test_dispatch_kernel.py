@@ -1,6 +1,6 @@
 """The compiled dispatch loop (``_dispatch.pyx``) and index append (``_index.pyx``) feed
 the consume queues and the index as ``Dispatcher.dispatch_run`` and ``IndexFile.put_many``
-do.
+do, and the compiled ``unready`` names the queues ``Dispatcher.unready`` names.
 
 Two stores get the same appends, one dispatching through the kernels, one through the
 Python loops: afterwards every consume queue and index file holds the same bytes, and the
@@ -20,15 +20,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocketkube.broker.store import DispatchHints, InnerMessage, MessageStore, StoreConfig
-from rocketkube.broker.store.dispatch import SCHEDULE_TOPIC, Dispatcher, compiled_dispatch_run
+from rocketkube.broker.store.dispatch import (
+    SCHEDULE_TOPIC,
+    Dispatcher,
+    compiled_dispatch_run,
+    compiled_unready,
+)
 from rocketkube.broker.store.index import IndexFile, compiled_put_many
 from rocketkube.common.message import ids
 from rocketkube.common.message.properties import decode_properties, encode_properties
 
 COMPILED = compiled_dispatch_run()
 PUT_MANY = compiled_put_many()
+UNREADY = compiled_unready()
 pytestmark = pytest.mark.skipif(
-    COMPILED is None or PUT_MANY is None, reason="accelerators not built"
+    COMPILED is None or PUT_MANY is None or UNREADY is None, reason="accelerators not built"
 )
 HOST = ids.pack_host("10.0.0.9", 40000)
 
@@ -160,3 +166,50 @@ def test_index_files_roll_and_slots_collide_alike(pair: Pair) -> None:
     pair.check()
     index_files = [name for name in pair.files("python") if name.startswith("index")]
     assert len(index_files) == 3
+
+
+def unready_alike(store: MessageStore, run: list[InnerMessage]) -> list[tuple[str, int]]:
+    assert UNREADY is not None
+    args = (run, store._queues.queues, store._log.queue_offsets)
+    found = UNREADY(*args)
+    assert found == Dispatcher.unready(*args)
+    return found
+
+
+def test_the_queues_a_run_needs_ready_are_the_python_ones(
+    config: StoreConfig, tmp_path: Path
+) -> None:
+    store = MessageStore(dataclasses.replace(config, store_path_root_dir=tmp_path / "s"))
+    store.open()
+    try:
+        run = [message(queue_id=n % 3) for n in range(9)] + [message(topic="B", queue_id=70)]
+        assert unready_alike(store, run) == [("TopicA", 0), ("TopicA", 1), ("TopicA", 2),
+                                             ("B", 70)]  # fmt: skip
+        assert store.put_messages(run).ok
+        assert unready_alike(store, run) == []  # started, with room
+        assert unready_alike(store, [message(topic="Half", sys_flag=0x4)]) == []  # no entry
+        many = [message(queue_id=1)] * 200  # more than the 100-entry file has room for
+        assert unready_alike(store, many) == [("TopicA", 1)]
+        odd = [message(queue_id=2**70), message(queue_id=-1), message(sys_flag=2**80 | 0x4),
+               message(topic="C", sys_flag=2**80), message(topic="D", sys_flag=-4)]  # fmt: skip
+        assert unready_alike(store, odd) == [("TopicA", 2**70), ("TopicA", -1), ("C", 0)]
+    finally:
+        store.close()
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.lists(_messages, min_size=1, max_size=40), min_size=1, max_size=6))
+def test_any_runs_need_the_same_queues_ready(
+    config: StoreConfig, tmp_path_factory: pytest.TempPathFactory, runs: list[list[InnerMessage]]
+) -> None:
+    root = tmp_path_factory.mktemp("unready")
+    store = MessageStore(dataclasses.replace(config, store_path_root_dir=root))
+    store.open()
+    try:
+        for run in runs:
+            unready_alike(store, run)
+            assert store.put_messages(run).ok
+    finally:
+        store.close()

@@ -16,7 +16,8 @@ Modules (private layers under this public surface):
 - ``flush``          group commit, async flush, consume queue/index/checkpoint flush
 - ``checkpoint``     the checkpoint file
 - ``recovery``       clean and crash recovery
-- ``retention``      deleting old segments, the disk-full guard
+- ``retention``      deleting old segments and what is derived from them
+- ``disk_guard``     whether appends are taken: a full disk refuses them, never crashes
 - ``errors``         :class:`StoreError` and subclasses
 
 The store imports nothing from the broker's app or processors.

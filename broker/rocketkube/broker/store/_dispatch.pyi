@@ -3,6 +3,7 @@
 from collections.abc import Sequence
 
 from rocketkube.broker.store import model
+from rocketkube.broker.store.consume_queue import ConsumeQueue
 from rocketkube.broker.store.dispatch import Arrived, Dispatcher
 
 def dispatch_run(
@@ -12,3 +13,8 @@ def dispatch_run(
     keyed: list[tuple[int, int, int]] | None,
     arrived: Arrived,
 ) -> None: ...
+def unready(
+    messages: Sequence[model.InnerMessage],
+    queues: dict[tuple[str, int], ConsumeQueue],
+    queue_offsets: dict[tuple[str, int], int],
+) -> list[tuple[str, int]]: ...

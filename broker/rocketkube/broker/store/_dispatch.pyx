@@ -1,17 +1,19 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The dispatcher's loop over a just-appended run, compiled: :func:`dispatch_run` does
 what ``Dispatcher.dispatch_run`` does (consume queue entries, index keys collected,
-queues that grew), with the same results.
+queues that grew), with the same results; and :func:`unready` what
+``Dispatcher.unready`` does (the queues not ready for a run about to be appended).
 
 A message with dispatch hints on an ordinary topic, its tags code and its topic's index
 seed already cached, is handled here, and so is a consume queue entry that goes right
-after the last one in its file's room; for any other the Python methods are called
+after the last one in its file's allocated room; for any other the Python methods are called
 (``tags_code``, ``_index_keys``, ``ConsumeQueue.put``), so their rules stay in one place.
 ``tests/broker/store/test_dispatch_kernel.py`` holds the two to the same files.
 """
 
 from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.long cimport PyLong_AsLongAndOverflow
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_GET_LENGTH
 from libc.string cimport memchr
 
@@ -57,7 +59,8 @@ cdef inline object _key_hash(const char *key, unsigned long seed, Py_ssize_t sta
 cdef bint _put_entry(object queue, long long queue_offset, long long phys, long long size,
                      long long code) except -1:
     """``ConsumeQueue.put``'s common case, an entry right after the last one in the last
-    file's room: written here. False for any other, which ``put`` itself decides."""
+    file's allocated room: written here. False for any other, which ``put`` itself
+    decides."""
     cdef Py_buffer buf
     cdef unsigned char *p
     cdef long long wrote, start, room
@@ -74,7 +77,7 @@ cdef bint _put_entry(object queue, long long queue_offset, long long phys, long 
         return False
     wrote = _FILE.get(last, 0)
     start = _FILE.get(last, 1)
-    room = _FILE.get(last, 2)
+    room = _FILE.get(last, 2)  # allocated: no write past it (a full disk would SIGBUS)
     if queue_offset * 20 != start + wrote or wrote >= room:
         return False
     if not -2147483648 <= size <= 2147483647:
@@ -107,9 +110,86 @@ cdef Slotted _MESSAGE = Slotted(
 )
 cdef Slotted _QUEUE = Slotted(_ConsumeQueue, ("files",))
 cdef Slotted _FILES = Slotted(_MappedFileQueue, ("files",))
-cdef Slotted _FILE = Slotted(_MappedFile, ("wrote", "start", "size", "mm"))
+cdef Slotted _FILE = Slotted(_MappedFile, ("wrote", "start", "allocated", "mm"))
 
 DEF CACHED_QUEUES = 64
+
+
+cdef bint _ready(object queue, long long queue_offset, long long count) except -1:
+    """``ConsumeQueue.ready``: the entries go right after the last one into the last
+    file's allocated room."""
+    cdef long long wrote, start, allocated
+    if type(queue) is not _QUEUE.cls:
+        return queue.ready(queue_offset, count)
+    files = _QUEUE.get(queue, 0)
+    if type(files) is not _FILES.cls:
+        return queue.ready(queue_offset, count)
+    files = _FILES.get(files, 0)
+    if type(files) is not list:
+        return queue.ready(queue_offset, count)
+    if not files:
+        return False
+    last = (<list>files)[len(<list>files) - 1]
+    if type(last) is not _FILE.cls:
+        return queue.ready(queue_offset, count)
+    wrote = _FILE.get(last, 0)
+    start = _FILE.get(last, 1)
+    allocated = _FILE.get(last, 2)
+    return queue_offset * 20 == start + wrote and wrote + count * 20 <= allocated
+
+
+def unready(messages, dict queues, dict queue_offsets):
+    """``Dispatcher.unready``, compiled: the queues the messages get an entry in that are
+    not ready for ``len(messages)`` entries, once each, in order of first appearance.
+    Queue ids below 64 are told apart by a bit mask per topic, so a run going round a
+    topic's queues looks each queue up once, with no tuple made per message."""
+    cdef list keys = []
+    cdef dict masks = {}
+    cdef set others = set()
+    cdef object cached_topic = None
+    cdef unsigned long long mask = 0, bit
+    cdef long tx, qid
+    cdef int overflow
+    for message in messages:
+        if type(message) is _MESSAGE.cls:
+            topic = _MESSAGE.get(message, 0)
+            queue_id = _MESSAGE.get(message, 1)
+            sys_flag = _MESSAGE.get(message, 2)
+        else:
+            topic, queue_id, sys_flag = message.topic, message.queue_id, message.sys_flag
+        overflow = 1
+        if type(sys_flag) is int:  # the common case in C, the rest as Python does it
+            tx = PyLong_AsLongAndOverflow(sys_flag, &overflow) & _TX_MASK
+        if overflow:
+            tx = sys_flag & _TX_MASK
+        if tx == _PREPARED or tx == _ROLLBACK:
+            continue
+        qid = -1
+        if type(topic) is str and type(queue_id) is int:
+            qid = PyLong_AsLongAndOverflow(queue_id, &overflow)
+        if 0 <= qid < CACHED_QUEUES:
+            if topic is not cached_topic and topic != cached_topic:
+                if cached_topic is not None:
+                    masks[cached_topic] = mask
+                cached_topic = topic
+                mask = masks.get(topic, 0)
+            bit = 1ULL << qid
+            if mask & bit:
+                continue
+            mask |= bit
+            keys.append((topic, queue_id))
+            continue
+        key = (topic, queue_id)
+        if key not in others:
+            others.add(key)
+            keys.append(key)
+    cdef long long count = len(messages)
+    cdef list out = []
+    for key in keys:
+        queue = queues.get(key)
+        if queue is None or not _ready(queue, queue_offsets.get(key, 0), count):
+            out.append(key)
+    return out
 
 
 def dispatch_run(object dispatcher, messages, results, object keyed, dict arrived):

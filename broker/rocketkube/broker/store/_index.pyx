@@ -34,11 +34,12 @@ cdef inline long long _int32(long long v) except? -1:
 
 def put_many(index_file, list entries, Py_ssize_t start):
     """``IndexFile.put_many``, compiled: add ``(keyHash, phyOffset, storeTimestamp)``
-    entries from ``entries[start]`` until the file is full; the first not added."""
+    entries from ``entries[start]`` until the file's allocated entries are used up; the
+    first not added."""
     cdef Py_buffer slots, mapped
     cdef Py_ssize_t base = index_file._slot_base, at = start, stop = len(entries)
     cdef Py_ssize_t slot_num = index_file.slot_num, entries_at = index_file.entries_at
-    cdef long long number = index_file.count, limit = index_file.index_num
+    cdef long long number = index_file.count, limit = index_file.writable_num
     cdef long long used = index_file.slots_used, begin_ts = index_file.begin_ts
     cdef long long key_hash, phys, store_ts, head, diff, slot_pos, entry_pos
     cdef Py_ssize_t i

@@ -17,6 +17,10 @@ One 4 KiB page (written whole, then ``fdatasync``), big-endian::
     44      4052  zeros
 
 A checkpoint written by a Java broker has no MAGIC: recovery then scans everything.
+
+The page's block is allocated when the file is created and overwritten in place from then
+on, so writing it needs no new block: on a full disk only a store's first checkpoint can
+fail (an ``OSError``, ENOSPC).
 """
 
 from __future__ import annotations
@@ -83,6 +87,8 @@ class Checkpoint:
         data = self.encode() if page is None else page
         fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
+            if os.fstat(fd).st_size < _PAGE:
+                os.posix_fallocate(fd, 0, _PAGE)
             os.pwrite(fd, data, 0)
             os.fdatasync(fd)
         finally:

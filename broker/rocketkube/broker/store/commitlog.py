@@ -40,6 +40,9 @@ _PREPARED = 0x4
 _ROLLBACK = 0xC
 _TX_MASK = 0xC
 _BLANK_RESERVE = 8  # a record must leave room for the end-of-segment filler
+ALLOCATION_UNIT = 4 << 20
+"""A segment's blocks are allocated 4 MiB at a time ahead of the writer (then doubling),
+not 1 GiB at once: the disk in use grows with the data, as with a sparse file."""
 
 EncodeRun: TypeAlias = Callable[
     [record.WritableBuffer, int, int, Sequence[model.InnerMessage], dict[str, bytes],
@@ -133,9 +136,7 @@ class CommitLog:
     def __init__(self, paths: settings.StorePaths, config: settings.StoreConfig,
                  store_host: bytes) -> None:  # fmt: skip
         self.files = mapped_file.MappedFileQueue(
-            paths.commit_log,
-            config.mapped_file_size_commit_log,
-            preallocate=config.preallocate_commit_log,
+            paths.commit_log, config.mapped_file_size_commit_log, unit=ALLOCATION_UNIT
         )
         self.file_size = config.mapped_file_size_commit_log
         self.max_body_size = config.max_message_size
@@ -214,16 +215,38 @@ class CommitLog:
         return total, ""
 
     def _writable(self, total: int) -> mapped_file.MappedFile:
-        """The segment to write ``total`` bytes into, closing the current one if needed."""
+        """The segment to write ``total`` bytes into, closing the current one if needed,
+        their blocks allocated. Raises ``OSError`` when blocks cannot be allocated, having
+        written at most the closing filler."""
         mapped = self.files.last
         if mapped is None:
-            return self.files.roll(0)
-        if total + _BLANK_RESERVE > mapped.remaining:
-            if mapped.remaining >= _BLANK_RESERVE:
+            mapped = self.files.roll(0)
+        elif total + _BLANK_RESERVE > mapped.remaining:
+            filler = mapped.remaining >= _BLANK_RESERVE
+            if filler:
+                mapped.allocate(mapped.wrote + _BLANK_RESERVE)
+            following = self.files.roll()
+            if filler:
                 record.blank_into(mapped.mm, mapped.wrote, mapped.remaining)
             mapped.wrote = mapped.size
-            mapped = self.files.roll()
+            mapped = following
+        if mapped.wrote + total > mapped.allocated:  # a run longer than the reservation
+            self.files.reserve(mapped.start + mapped.wrote + total)
         return mapped
+
+    def reserve(self) -> None:
+        """Before an append: the blocks of the next ``ALLOCATION_UNIT`` bytes of the
+        current segment allocated, and once it is half written the next segment created
+        ahead (as RocketMQ's ``AllocateMappedFileService`` does), so that an append of a
+        run up to that long needs no new block. Raises ``OSError``."""
+        mapped = self.files.last
+        if mapped is None:
+            return
+        ahead = mapped.wrote + ALLOCATION_UNIT
+        if mapped.allocated < min(ahead, mapped.size):
+            self.files.reserve(mapped.start + ahead)
+        if mapped.wrote >= mapped.size // 2 and not self.files.ahead:
+            self.files.prepare()
 
     def append(
         self, messages: Sequence[model.InnerMessage], now: int
@@ -350,6 +373,8 @@ class CommitLog:
             raise errors.ReplicaMismatchError(
                 f"{size} replica bytes at {offset} cross the segment end {mapped.end}"
             )
+        if mapped.wrote + size > mapped.allocated:  # OSError on a full disk: nothing written
+            self.files.reserve(mapped.start + mapped.wrote + size)
         mapped.mm[mapped.wrote : mapped.wrote + size] = data
         mapped.wrote += size
 

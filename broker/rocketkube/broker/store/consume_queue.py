@@ -15,10 +15,18 @@ by binary search. Entries are in commit log order, which makes "first entry at o
 commit log offset" a binary search too (recovery truncation, retention).
 
 The tags code is the Java hash of TAGS, or for the schedule topic the delivery time.
+
+Blocks: a queue file gets its blocks in steps (``ALLOCATION_UNIT``, then doubling), not all
+6 MB at creation, since every queue of every topic has one: a queue file is written
+only below its allocated part, and :meth:`ConsumeQueue.reserve` moves that ahead of an
+append (creating files as needed), so the dispatch of appended messages never faults on a
+full disk; without a reservation (recovery, a slave) :meth:`ConsumeQueue.put` allocates
+itself and raises ``OSError`` when it cannot.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import mmap
 import shutil
@@ -37,6 +45,8 @@ ENTRY: Final = struct.Struct(">qiq")
 UNIT: Final = settings.CQ_ENTRY_SIZE
 BLANK_SIZE: Final = 0x7FFFFFFF
 _BLANK: Final = ENTRY.pack(0, BLANK_SIZE, 0)
+ALLOCATION_UNIT: Final = 1024 * UNIT
+"""Blocks a queue file is allocated in: 1,024 entries, 5 pages (a multiple of both)."""
 
 
 def _first_real(view: mmap.mmap, index: int, end: int) -> int:
@@ -68,7 +78,7 @@ class ConsumeQueue:
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size
-        self.files = mapped_file.MappedFileQueue(directory, file_size)
+        self.files = mapped_file.MappedFileQueue(directory, file_size, unit=ALLOCATION_UNIT)
         self.min_logic = 0
         """Byte position of the first real entry."""
 
@@ -88,20 +98,52 @@ class ConsumeQueue:
     # -- writing ---------------------------------------------------------------------------
 
     def put(self, queue_offset: int, phys: int, size: int, tags_code: int) -> None:
-        """Record the message at ``queue_offset``; a duplicate (already there) is ignored."""
+        """Record the message at ``queue_offset``; a duplicate (already there) is ignored.
+        Raises ``OSError`` when blocks a :meth:`reserve` did not provide cannot be had."""
         pos = queue_offset * UNIT
         last = self.files.last
-        if last is not None and pos == last.start + last.wrote and last.wrote < last.size:
+        if last is not None and pos == last.start + last.wrote and last.wrote < last.allocated:
             ENTRY.pack_into(last.mm, last.wrote, phys, size, tags_code)
             last.wrote += UNIT
             return
-        self._put_slow(pos, phys, size, tags_code)
+        last = self._writable_at(pos)
+        if last is not None:
+            ENTRY.pack_into(last.mm, last.wrote, phys, size, tags_code)
+            last.wrote += UNIT
 
-    def _put_slow(self, pos: int, phys: int, size: int, tags_code: int) -> None:
+    def ready(self, queue_offset: int, count: int) -> bool:
+        """Whether the ``count`` entries from ``queue_offset`` go right after the last one
+        into the last file's allocated room (what :meth:`put` writes without more ado)."""
+        last = self.files.last
+        return (
+            last is not None
+            and queue_offset * UNIT == last.start + last.wrote
+            and last.wrote + count * UNIT <= last.allocated
+        )
+
+    def reserve(self, queue_offset: int, count: int) -> None:
+        """Make the ``count`` entries from ``queue_offset`` writable by :meth:`put` with no
+        file to create and no block to allocate: the queue started (or a gap before them
+        blanked) as ``put`` would, the blocks allocated. Raises ``OSError``, having written
+        nothing but blanks."""
+        pos = queue_offset * UNIT
+        last = self.files.last
+        if last is None or pos != last.start + last.wrote or last.wrote >= last.size:
+            last = self._writable_at(pos)
+            if last is None:
+                return  # already there
+        end = pos + count * UNIT
+        if end > last.start + last.allocated:
+            self.files.reserve(end)
+
+    def _writable_at(self, pos: int) -> mapped_file.MappedFile | None:
+        """The file whose next entry is byte ``pos``, with blocks for it: a gap before it
+        filled with blanks, the queue started at it, or the next file rolled to. None when
+        ``pos`` was written already (a replay)."""
         end = self.files.max_offset
         last = self.files.last
         if last is not None and pos < end:
-            return  # already dispatched (a replay)
+            return None
         if last is not None and pos > end:
             if end > self.min_logic and pos - end <= self.file_size:
                 _log.warning("%r: gap %d..%d filled with blanks", self, end // UNIT, pos // UNIT)
@@ -118,8 +160,9 @@ class ConsumeQueue:
         assert last is not None
         if last.wrote >= last.size:
             last = self.files.roll()
-        ENTRY.pack_into(last.mm, last.wrote, phys, size, tags_code)
-        last.wrote += UNIT
+        if last.wrote >= last.allocated:
+            self.files.reserve(pos + UNIT)
+        return last
 
     def _fill_blanks(self, start: int, end: int) -> None:
         """Write blank entries over byte positions ``[start, end)``, rolling as needed."""
@@ -128,6 +171,7 @@ class ConsumeQueue:
             if last is None or last.wrote >= last.size:
                 last = self.files.roll()
             count = min(end - start, last.size - last.wrote) // UNIT
+            self.files.reserve(start + count * UNIT)
             last.mm[last.wrote : last.wrote + count * UNIT] = _BLANK * count
             last.wrote += count * UNIT
             start += count * UNIT
@@ -303,6 +347,16 @@ class ConsumeQueueTable:
             directory = self._paths.queue_dir(topic, queue_id)
             queue = self.queues[key] = ConsumeQueue(directory, topic, queue_id, self.file_size)
         return queue
+
+    def drop_empty(self, topic: str, queue_id: int) -> None:
+        """Forget the queue if it has no file (starting it failed), with its directories
+        if empty: no trace of a refused append."""
+        queue = self.queues.get((topic, queue_id))
+        if queue is not None and not len(queue.files):
+            del self.queues[(topic, queue_id)]
+            with contextlib.suppress(OSError):
+                queue.directory.rmdir()
+                queue.directory.parent.rmdir()
 
     def topic_queues(self, topic: str) -> list[ConsumeQueue]:
         return [q for (t, _), q in self.queues.items() if t == topic]

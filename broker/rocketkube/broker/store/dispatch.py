@@ -11,6 +11,10 @@ records copied from its master. Per record:
 After a batch, each arrival listener is called once per queue that grew, with the tags
 codes of the new entries: the broker wakes long-polling pulls from there.
 
+Before an append, :meth:`Dispatcher.reserve` makes ready what dispatching it will write
+(queue files created, their blocks and the index's allocated), so that a full disk refuses
+the append instead of failing its dispatch after the commit log has it.
+
 The tags code is the Java hash of TAGS, except on ``SCHEDULE_TOPIC_XXXX`` where it is the
 delivery time: store time plus the delay of the DELAY level. Properties are read straight
 from the UTF-8 bytes (``name\\x01value\\x02``) without decoding the whole string, or, for
@@ -42,6 +46,8 @@ _KEYS: Final = b"KEYS\x01"
 _UNIQ_KEY: Final = b"UNIQ_KEY\x01"
 _DELAY: Final = b"DELAY\x01"
 _INT_MAX: Final = 0x7FFFFFFF
+_KEYS_RESERVED: Final = 2
+"""Index entries reserved per message (its UNIQ_KEY and one KEYS token)."""
 
 
 def property_value(properties: bytes, name: bytes) -> bytes | None:
@@ -71,11 +77,25 @@ DispatchRun: TypeAlias = Callable[
 ]  # fmt: skip
 
 
+Unready: TypeAlias = Callable[
+    [Sequence[model.InnerMessage], dict[tuple[str, int], consume_queue.ConsumeQueue],
+     dict[tuple[str, int], int]],
+    list[tuple[str, int]],
+]  # fmt: skip
+
+
 def compiled_dispatch_run() -> DispatchRun | None:
     """The compiled dispatch loop (``_dispatch.pyx``), or None: not built, or turned off."""
     return typing.cast(
         "DispatchRun | None",
         accelerators.compiled("rocketkube.broker.store._dispatch", "dispatch_run"),
+    )
+
+
+def compiled_unready() -> Unready | None:
+    """The compiled :meth:`Dispatcher.unready` (``_dispatch.pyx``), or None."""
+    return typing.cast(
+        "Unready | None", accelerators.compiled("rocketkube.broker.store._dispatch", "unready")
     )
 
 
@@ -96,6 +116,8 @@ class Dispatcher:
         self.listeners: list[model.ArrivalListener] = []
         self._dispatch_run = compiled_dispatch_run() or Dispatcher.dispatch_run
         """:meth:`dispatch_run`, or its compiled twin when built."""
+        self._unready = compiled_unready() or Dispatcher.unready
+        """:meth:`unready`, or its compiled twin when built."""
 
     # -- codes -----------------------------------------------------------------------------
 
@@ -153,6 +175,49 @@ class Dispatcher:
                     out.append((zlib.crc32(key, seed) & _INT_MAX, phys, store_ts))
 
     # -- dispatch --------------------------------------------------------------------------
+
+    def reserve(
+        self, messages: Sequence[model.InnerMessage], queue_offsets: dict[tuple[str, int], int]
+    ) -> None:
+        """Before appending ``messages`` (their queue offsets to come from
+        ``queue_offsets``): the entries their dispatch writes need no file created and no
+        block allocated, so it cannot fail on a full disk. Raises ``OSError`` instead,
+        having written nothing but blank entries."""
+        count = len(messages)
+        queues = self._queues
+        for key in self._unready(messages, queues.queues, queue_offsets):
+            queue = queues.find_or_create(*key)
+            try:
+                queue.reserve(queue_offsets.get(key, 0), count)
+            except OSError:
+                queues.drop_empty(*key)
+                raise
+        if self._index is not None:
+            self._index.reserve(_KEYS_RESERVED * count)
+
+    @staticmethod
+    def unready(
+        messages: Sequence[model.InnerMessage],
+        queues: dict[tuple[str, int], consume_queue.ConsumeQueue],
+        queue_offsets: dict[tuple[str, int], int],
+    ) -> list[tuple[str, int]]:
+        """The ``(topic, queueId)`` of each consume queue the messages get an entry in
+        (not PREPARED or ROLLBACK transaction parts) that is not ready for
+        ``len(messages)`` entries from its next queue offset (``queue_offsets``; see
+        :meth:`~.consume_queue.ConsumeQueue.ready`), in order of first appearance. Usually
+        none: this runs before every append, and is compiled in ``_dispatch.pyx``."""
+        count = len(messages)
+        keys: dict[tuple[str, int], None] = {}
+        for message in messages:
+            tx = message.sys_flag & _TX_MASK
+            if tx != _PREPARED and tx != _ROLLBACK:
+                keys[(message.topic, message.queue_id)] = None
+        out: list[tuple[str, int]] = []
+        for key in keys:
+            queue = queues.get(key)
+            if queue is None or not queue.ready(queue_offsets.get(key, 0), count):
+                out.append(key)
+        return out
 
     def dispatch_appended(
         self, messages: Sequence[model.InnerMessage], results: Sequence[model.AppendResult]

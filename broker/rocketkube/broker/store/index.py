@@ -23,8 +23,15 @@ One deviation from Java: ``keyHash`` is ``crc32(utf8(key)) & 0x7FFFFFFF`` rather
 crc32 runs in C while a Java-compatible hash would be a Python loop per character; only
 this store reads these files, and the layout is otherwise Java's.
 
-The file is created sparse (``ftruncate``): a default file is 420 MB of address space, but
-only the pages touched take disk space.
+A file is created with the blocks of its header, its slots (written anywhere) and a first
+step of its entries allocated, and entries are allocated in steps ahead of the writer
+(doubling): nothing is written through the mapping where blocks are not (a full disk
+would fault), and a file takes disk as it fills, as a sparse one did. The key index is
+a lookup aid: an append is refused when the index file it may need cannot be created
+(:meth:`IndexService.reserve`, before the commit log is written), but when dispatch still
+needs one that cannot be had (a run with more keys than reserved, a recovery or a slave on
+a full disk), the keys that do not fit are left out of the index and the messages are
+stored all the same (found by queue and offset id, not by key), with a warning once.
 """
 
 from __future__ import annotations
@@ -55,6 +62,8 @@ _ENTRY_SIZE: Final = 20
 _INT_MAX: Final = 0x7FFFFFFF
 _ZERO_ENTRY: Final = bytes(_ENTRY_SIZE)
 _PAGE_SHIFT: Final = 12
+ALLOCATION_UNIT: Final = 1 << 20
+"""Entries are allocated 1 MiB (52,428 entries) at a time, then doubling."""
 
 
 def topic_seed(topic: str) -> int:
@@ -79,15 +88,23 @@ class IndexFile:
 
     __slots__ = ("_dirty", "_slot_base", "_slots", "_snapshot", "_whole_flush_pages",
                  "begin_phys", "begin_ts", "count", "end_phys", "end_ts", "entries_at",
-                 "flushed_count", "index_num", "mapped", "slot_num", "slots_used")  # fmt: skip
+                 "flushed_count", "index_num", "mapped", "slot_num", "slots_used",
+                 "writable_num")  # fmt: skip
 
     def __init__(self, path: Path, slot_num: int, index_num: int) -> None:
+        """Open the file, creating it (``OSError`` when it cannot be allocated)."""
         size = _HEADER_SIZE + slot_num * 4 + index_num * _ENTRY_SIZE
-        self.mapped = mapped_file.MappedFile(path, 0, size)
+        self.entries_at = _HEADER_SIZE + slot_num * 4
+        self.mapped = mapped_file.MappedFile(
+            path, 0, size, allocate=self.entries_at + ALLOCATION_UNIT
+        )
         self.mapped.wrote = size
         self.slot_num = slot_num
         self.index_num = index_num
-        self.entries_at = _HEADER_SIZE + slot_num * 4
+        self.writable_num = 0
+        """Entry numbers below it have their blocks (at most ``index_num``): the writer
+        stops there, :meth:`grow` moves it."""
+        self._set_writable()
         header: tuple[int, int, int, int, int, int] = _HEADER.unpack_from(self.mapped.mm, 0)
         self.begin_ts, self.end_ts, self.begin_phys, self.end_phys = header[:4]
         self.slots_used: int = header[4]
@@ -106,6 +123,16 @@ class IndexFile:
     @property
     def is_full(self) -> bool:
         return self.count >= self.index_num
+
+    def _set_writable(self) -> None:
+        allocated = self.mapped.allocated
+        self.writable_num = min(self.index_num, max(0, allocated - self.entries_at) // 20)
+
+    def grow(self, number: int) -> None:
+        """Allocate the entries below ``number`` (at most the file). Raises ``OSError``."""
+        if number > self.writable_num:
+            self.mapped.grow(self.entries_at + number * _ENTRY_SIZE, ALLOCATION_UNIT)
+            self._set_writable()
 
     @property
     def is_empty(self) -> bool:
@@ -144,7 +171,8 @@ class IndexFile:
 
     def put_many(self, entries: list[tuple[int, int, int]], start: int) -> int:
         """Add ``(keyHash, phyOffset, storeTimestamp)`` entries from ``entries[start]`` on
-        until the file is full; returns the position of the first entry not added.
+        until the file's allocated entries are used up (:attr:`writable_num`); returns the
+        position of the first entry not added.
 
         One call per dispatch batch with the attributes held in locals: the per-key work
         is two ``pack_into`` and one ``unpack_from``, and Python call and attribute
@@ -163,7 +191,7 @@ class IndexFile:
         pack_slot = _SLOT.pack_into
         pack_entry = _ENTRY.pack_into
         number = self.count
-        limit = self.index_num
+        limit = self.writable_num
         used = self.slots_used
         begin_ts = self.begin_ts
         at = start
@@ -195,6 +223,10 @@ class IndexFile:
     def write_header(self) -> None:
         _HEADER.pack_into(self.mapped.mm, 0, self.begin_ts, self.end_ts, self.begin_phys,
                           self.end_phys, self.slots_used, self.count)  # fmt: skip
+
+    def _header(self) -> bytes:
+        return _HEADER.pack(self.begin_ts, self.end_ts, self.begin_phys, self.end_phys,
+                            self.slots_used, self.count)  # fmt: skip
 
     def slot_pages(self) -> list[tuple[int, bytes | bytearray]]:
         """Copies of the shadow pages changed since the last call, with their file offsets
@@ -281,15 +313,19 @@ class IndexFile:
             else:
                 low = middle + 1
         keep = low
+        # Only bytes that change are written: they hold data, so their blocks exist even
+        # in a file that is not allocated (recovery on a full disk never faults).
         for number in range(keep, physical_end):
             found, _phys, _diff, _prev = self._entry(number)
             slot_pos = (found % self.slot_num) * 4
-            head = self._slot_at(slot_pos)
+            head = first = self._slot_at(slot_pos)
             while head >= keep:
                 _f, _p, _d, prev = self._entry(head)
                 head = prev if 0 < prev < head else 0
-            self._set_slot(slot_pos, head)
-        mm[at + keep * 20 : at + physical_end * 20] = bytes((physical_end - keep) * 20)
+            if head != first:
+                self._set_slot(slot_pos, head)
+        if physical_end > keep:
+            mm[at + keep * 20 : at + physical_end * 20] = bytes((physical_end - keep) * 20)
         self.count = keep
         if keep <= 1:
             self.begin_ts = self.end_ts = self.begin_phys = self.end_phys = 0
@@ -297,7 +333,9 @@ class IndexFile:
             _found, phys, diff, _prev = self._entry(keep - 1)
             self.end_phys = phys
             self.end_ts = self.begin_ts + diff * 1000
-        self.write_header()
+        if self._header() != mm[:_HEADER_SIZE]:
+            self.mapped.allocate(_HEADER_SIZE)
+            self.write_header()
 
 
 PutMany: TypeAlias = Callable[[IndexFile, list[tuple[int, int, int]], int], int]
@@ -322,6 +360,11 @@ class IndexService:
         self.index_num = config.max_index_num
         self._clock = clock
         self.files: list[IndexFile] = []
+        self._spare: IndexFile | None = None
+        """The next file, created by :meth:`reserve` before the active one fills up."""
+        self.dropped_keys = 0
+        """Keys left out of the index because no file could be had for them."""
+        self._dropping = False
 
     def load(self) -> None:
         if not self._directory.is_dir():
@@ -333,7 +376,8 @@ class IndexService:
         if self.files:
             self.files[-1].activate()
 
-    def _new_file(self) -> IndexFile:
+    def _create(self) -> IndexFile:
+        """A new file, named by the clock (``OSError`` when it cannot be allocated)."""
         self._directory.mkdir(parents=True, exist_ok=True)
         now = self._clock()
         while True:
@@ -342,27 +386,58 @@ class IndexService:
             if not path.exists():
                 break
             now += 1
-        created = IndexFile(path, self.slot_num, self.index_num)
+        return IndexFile(path, self.slot_num, self.index_num)
+
+    def _new_file(self) -> IndexFile:
+        created, self._spare = self._spare or self._create(), None
         created.activate()
         self.files.append(created)
         return created
 
+    def reserve(self, keys: int) -> None:
+        """Before an append whose messages may bring ``keys`` keys: the active file's
+        blocks allocated, and the next file created when these may fill the active one,
+        so dispatch has no index file to create. Raises ``OSError``."""
+        files = self.files
+        active = files[-1] if files else self._new_file()
+        wanted = active.count + keys
+        if wanted < active.writable_num:
+            return
+        active.grow(min(wanted, active.index_num))
+        if wanted >= active.index_num and self._spare is None:
+            self._spare = self._create()
+
     def add_many(self, entries: list[tuple[int, int, int]]) -> None:
         """Index ``(keyHash, phyOffset, storeTimestamp)`` entries in order, rolling to a new
-        file when one fills up, and publish the active file's header once at the end."""
+        file when one fills up, and publish the active file's header once at the end.
+        Entries no file can be had for are left out (see the module docstring)."""
         files = self.files
         current = files[-1] if files else None
         at = 0
-        while True:
-            if current is None or current.is_full:
-                if current is not None:
-                    current.write_header()
-                    current.deactivate()
-                current = self._new_file()
-            at = self._put_many(current, entries, at)
-            if at >= len(entries):
-                break
-        current.write_header()
+        try:
+            while True:
+                if current is None or current.is_full:
+                    if current is not None:
+                        current.write_header()
+                        current.deactivate()
+                    current = self._new_file()
+                elif current.count >= current.writable_num:
+                    current.grow(current.count + len(entries) - at)
+                at = self._put_many(current, entries, at)
+                if at >= len(entries):
+                    break
+        except OSError as exc:
+            self.dropped_keys += len(entries) - at
+            if not self._dropping:
+                _log.warning("keys left out of the index from commit log offset %d on: %s",
+                             entries[at][1], exc)  # fmt: skip
+            self._dropping = True
+        else:
+            if self._dropping:
+                _log.warning("keys indexed again from commit log offset %d on", entries[0][1])
+            self._dropping = False
+        if current is not None:
+            current.write_header()
 
     def write_header(self) -> None:
         """Publish the active file's header (once per dispatch batch)."""
@@ -438,4 +513,7 @@ class IndexService:
         """Close the files as they are (a clean shutdown flushes first)."""
         for index_file in self.files:
             index_file.mapped.close()
+        if self._spare is not None:
+            self._spare.mapped.close()
+            self._spare = None
         self.files = []

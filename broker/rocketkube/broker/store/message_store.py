@@ -5,7 +5,9 @@ Owns the parts and their life cycle::
     open()          lock, load files, recover (crash or clean path), mark running (abort)
     await start()   open() if needed, then background tasks: commit log flush, consume
                     queue / index / checkpoint flush, retention
-    put_messages()  append (commitlog) -> dispatch (consume queues, index, listeners)
+    put_messages()  disk guard -> reserve (the commit log segment ahead, queue files and
+                    index room: a full disk refuses here, nothing written) -> append
+                    (commitlog) -> dispatch (consume queues, index, listeners)
                     -> SYNC_FLUSH ticket (flush)
     append_replica() a slave's raw copy of its master's log -> dispatch of whole records
     get_messages()  consume queue range -> tag filter -> zero-copy commit log views
@@ -13,8 +15,12 @@ Owns the parts and their life cycle::
 
 Appends and reads run on the event loop thread and never block on disk: writes go into
 mapped memory, the syncs run in worker threads. Injectable: ``clock`` (epoch ms, store
-timestamps and retention), ``disk_usage`` (retention and the disk-full guard), ``fsync``
+timestamps and retention), ``disk_usage`` (retention and the disk guard), ``fsync``
 (consume queues, index) and ``log_sync`` (the commit log's unflushed range).
+
+A full disk is a state, not a crash: appends are refused with SERVICE_NOT_AVAILABLE and
+the reason (:attr:`MessageStore.write_refusal`) while reads go on, a store opens on a full
+disk in that state, and appends are taken again once space returns (:mod:`.disk_guard`).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from rocketkube.broker.store import (
     checkpoint,
     commitlog,
     consume_queue,
+    disk_guard,
     dispatch,
     errors,
     flush,
@@ -68,7 +75,7 @@ class MessageStore:
         config: settings.StoreConfig,
         *,
         clock: Callable[[], int] = _now_ms,
-        disk_usage: retention.DiskUsage = retention.disk_usage_ratio,
+        disk_usage: disk_guard.DiskUsage = disk_guard.disk_usage_ratio,
         fsync: flush.FsyncFunction = os.fdatasync,
         log_sync: flush.RangeSyncFunction = mapped_file.MappedFile.sync_range,
         memory_bytes: Callable[[], int] = memory.total_memory_bytes,
@@ -96,10 +103,13 @@ class MessageStore:
             self._log, self._log_flusher, self._queues, self._index, self._checkpoint,
             config, fsync,
         )  # fmt: skip
+        self._guard = disk_guard.DiskGuard(config, disk_usage, self._clean_now)
         self._retention = retention.Retention(
-            self._log, self._queues, self._index, config, clock, disk_usage
+            self._log, self._queues, self._index, config, clock, self._guard
         )
         self._retention_task: asyncio.Task[None] | None = None
+        self._cleanup: asyncio.Event | None = None
+        """Set to run a retention round before its time (while started)."""
         self._lock_fd: int | None = None
         self._open = False
         self._started = False
@@ -119,8 +129,12 @@ class MessageStore:
         except OSError as exc:
             os.close(fd)
             raise errors.StoreLockedError(f"{self.paths.root} is in use: {exc}") from exc
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, b"lock", 0)
+        if os.pread(fd, 8, 0) != b"lock":
+            try:  # what it holds says nothing: the flock is the lock (a full disk is fine)
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, b"lock", 0)
+            except OSError as exc:
+                _log.warning("%s not written: %s", self.paths.lock, exc)
         self._lock_fd = fd
 
     def _release_lock(self) -> None:
@@ -144,14 +158,8 @@ class MessageStore:
                 self._index.load()
             report = recovery.recover(self._log, self._queues, self._index, self._dispatcher,
                                       self._checkpoint, abnormal=abnormal)  # fmt: skip
-            self._sync_all_blocking()
-            point = self._checkpoint
-            point.safe_offset = report.end
-            point.clean_max_offset = -1
-            point.flush()
-            self.paths.abort.touch()
-            atomic_file.fsync_dir(self.paths.root)
-            self._retention.check_disk()
+            self._mark_running(report.end)
+            self._guard.measure()
         except BaseException:
             self._close_files()
             self._release_lock()
@@ -159,6 +167,27 @@ class MessageStore:
         self.recovery = report
         self._open = True
         return report
+
+    def _mark_running(self, end: int) -> None:
+        """After recovery: everything synced, the checkpoint saying so (and that the store
+        runs), and ``abort`` created. On a full disk a failed sync or checkpoint is logged
+        and the older checkpoint stays (a crash recovers from further back); only
+        ``abort``, an empty file, must be created, else a crash would pass for a clean
+        shutdown."""
+        point = self._checkpoint
+        try:
+            self._sync_all_blocking()
+            point.safe_offset = end
+        except OSError as exc:
+            _log.error("store files not synced at start-up, the checkpoint keeps its safe "
+                       "offset %d: %s", point.safe_offset, exc)  # fmt: skip
+        point.clean_max_offset = -1
+        try:
+            point.flush()
+        except OSError as exc:
+            _log.error("checkpoint not written at start-up: %s", exc)
+        self.paths.abort.touch()
+        atomic_file.fsync_dir(self.paths.root)
 
     def _sync_all_blocking(self) -> None:
         """Flush the log, consume queues and index on this thread (start-up, close)."""
@@ -178,14 +207,21 @@ class MessageStore:
         self._started = True
         self._log_flusher.start()
         self._logics_flusher.start()
+        self._cleanup = asyncio.Event()
         self._retention_task = asyncio.get_running_loop().create_task(
-            self._retention_loop(), name="store-retention"
+            self._retention_loop(self._cleanup), name="store-retention"
         )
 
-    async def _retention_loop(self) -> None:
+    def _clean_now(self) -> None:
+        if self._cleanup is not None:
+            self._cleanup.set()
+
+    async def _retention_loop(self, cleanup: asyncio.Event) -> None:
         interval = self.config.clean_resource_interval / 1000
         while True:
-            await asyncio.sleep(interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(cleanup.wait(), interval)
+            cleanup.clear()
             try:
                 self._retention.run_once()
             except OSError:
@@ -204,10 +240,14 @@ class MessageStore:
         await self._logics_flusher.stop()
         self._drop_unfinished_replica()
         end = self._log.max_offset
-        await self._logics_flusher.flush(clean_max_offset=end)
-        with contextlib.suppress(FileNotFoundError):
-            self.paths.abort.unlink()
-        await asyncio.to_thread(atomic_file.fsync_dir, self.paths.root)
+        try:
+            await self._logics_flusher.flush(clean_max_offset=end)
+        except OSError as exc:
+            _log.error("store not flushed at shutdown, the next start recovers it: %s", exc)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                self.paths.abort.unlink()
+            await asyncio.to_thread(atomic_file.fsync_dir, self.paths.root)
         self._close_files()
         self._release_lock()
         self._started = False
@@ -220,15 +260,20 @@ class MessageStore:
             raise RuntimeError("the store was started on an event loop: await shutdown()")
         self._open = False
         self._drop_unfinished_replica()
-        self._sync_all_blocking()
-        point = self._checkpoint
-        point.safe_offset = point.clean_max_offset = self._log.max_offset
-        point.physic_msg_timestamp = self._log.last_store_timestamp
-        point.logics_msg_timestamp = point.index_msg_timestamp = self._log.last_store_timestamp
-        point.flush()
-        with contextlib.suppress(FileNotFoundError):
-            self.paths.abort.unlink()
-        atomic_file.fsync_dir(self.paths.root)
+        try:
+            self._sync_all_blocking()
+            point = self._checkpoint
+            point.safe_offset = point.clean_max_offset = self._log.max_offset
+            point.physic_msg_timestamp = self._log.last_store_timestamp
+            point.logics_msg_timestamp = self._log.last_store_timestamp
+            point.index_msg_timestamp = self._log.last_store_timestamp
+            point.flush()
+        except OSError as exc:
+            _log.error("store not flushed at close, the next open recovers it: %s", exc)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                self.paths.abort.unlink()
+            atomic_file.fsync_dir(self.paths.root)
         self._close_files()
         self._release_lock()
 
@@ -269,20 +314,34 @@ class MessageStore:
         Synchronous: on return the messages are readable by :meth:`get_messages`. With
         SYNC_FLUSH the result carries a :class:`~.model.FlushTicket`; ``await
         result.wait()`` for PUT_OK or FLUSH_DISK_TIMEOUT (concurrent appends share one
-        flush). Refusals (size limits, disk full, closed store) are statuses, not raises.
+        flush). Refusals (size limits, disk full, closed store) are statuses, not raises;
+        on a full disk (SERVICE_NOT_AVAILABLE) nothing was written and no queue offset
+        taken.
         """
         if not self._open:
             return model.PutResult(model.PutStatus.SERVICE_NOT_AVAILABLE, error="store closed")
-        if not self._retention.writable:
-            return model.PutResult(
-                model.PutStatus.SERVICE_NOT_AVAILABLE,
-                error=f"disk full: {self._retention.disk_ratio:.0%} used",
-            )
+        log = self._log
+        guard = self._guard
+        now = self._clock()
+        refusal = guard.admit(now, log.max_offset)
+        if refusal is not None:
+            return model.PutResult(model.PutStatus.SERVICE_NOT_AVAILABLE, error=refusal)
         if not messages:
             return model.PutResult(model.PutStatus.PUT_OK)
-        status, error, appended = self._log.append(messages, self._clock())
+        try:
+            log.reserve()
+            self._dispatcher.reserve(messages, log.queue_offsets)
+        except OSError as exc:
+            guard.failed(exc)
+            refusal = guard.refusal or f"store files cannot be allocated: {exc}"
+            return model.PutResult(model.PutStatus.SERVICE_NOT_AVAILABLE, error=refusal)
+        status, error, appended = log.append(messages, now)
         if status is not model.PutStatus.PUT_OK:
+            if status is model.PutStatus.CREATE_MAPPED_FILE_FAILED and guard.failed(error):
+                status, error = model.PutStatus.SERVICE_NOT_AVAILABLE, guard.refusal or error
             return model.PutResult(status, error=error)
+        if guard.refusal is not None:
+            guard.succeeded()  # the first append through after blocks were refused
         try:
             self._dispatcher.dispatch_appended(messages, appended)
         except OSError as exc:
@@ -296,9 +355,11 @@ class MessageStore:
     def append_replica(self, offset: int, data: bytes | bytearray | memoryview) -> int:
         """A slave's append: write bytes copied from the master's commit log at ``offset``
         (this log's end) and dispatch every record they complete; a record cut by the end
-        of ``data`` waits for the next bytes. Returns the new commit log end, the offset
+        of ``data`` waits for the next bytes, and so do records whose dispatch failed (a
+        full disk: retried at the next append). Returns the new commit log end, the offset
         the slave reports back. Raises :class:`~.errors.ReplicaMismatchError` when the
-        bytes do not continue this log, :class:`~.errors.StoreError` when it is closed."""
+        bytes do not continue this log, :class:`~.errors.StoreError` when it is closed,
+        ``OSError`` when they cannot be written (nothing was)."""
         if not self._open:
             raise errors.StoreError("store closed")
         if self._replica_dispatched is None:
@@ -339,14 +400,21 @@ class MessageStore:
                     _log.error("replicated commit log data at %d is not a valid record: "
                                "consume queues stop there", at)  # fmt: skip
                 break
-        self._replica_dispatched = at
         if metas:
-            self._dispatcher.dispatch_records(metas)
+            try:
+                self._dispatcher.dispatch_records(metas)
+            except OSError as exc:
+                if self._replica_stuck_at != metas[0].physical_offset:
+                    self._replica_stuck_at = metas[0].physical_offset
+                    _log.error("replicated records from %d not dispatched yet: %s",
+                               metas[0].physical_offset, exc)  # fmt: skip
+                return
             table = self._log.queue_offsets
             for meta in metas:
                 if meta.sys_flag & sysflag.TRANSACTION_MASK not in _NOT_QUEUED:
                     table[(meta.topic, meta.queue_id)] = meta.queue_offset + 1
             self._log.last_store_timestamp = metas[-1].store_timestamp
+        self._replica_dispatched = at
 
     def add_arrival_listener(self, listener: model.ArrivalListener) -> None:
         """Call ``listener(topic, queue_id, max_offset, tags_codes)`` once per append batch
@@ -562,12 +630,22 @@ class MessageStore:
 
     def disk_use_ratio(self) -> float:
         """The last measured disk use of the store root (0..1)."""
-        return self._retention.disk_ratio
+        return self._guard.ratio
 
     @property
     def writable(self) -> bool:
-        """False while the disk is above ``diskSpaceWarningLevelRatio``."""
-        return self._retention.writable
+        """False while appends are refused: the disk is full (:mod:`.disk_guard`)."""
+        return self._guard.refusal is None
+
+    @property
+    def write_refusal(self) -> str | None:
+        """Why appends are refused (the disk is full), or None while they are taken."""
+        return self._guard.refusal
+
+    @property
+    def index_dropped_keys(self) -> int:
+        """Keys left out of the index because no index file could be had for them."""
+        return self._index.dropped_keys if self._index is not None else 0
 
     def clean_expired_files(self, *, manual: bool = False) -> int:
         """Run one retention round now; returns commit log segments deleted."""

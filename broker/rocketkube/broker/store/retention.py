@@ -1,10 +1,10 @@
-"""Retention: deleting old commit log segments, the derived entries below them, and
-refusing appends when the disk is nearly full.
+"""Retention: deleting old commit log segments and the derived entries below them.
 
-Each round (every ``cleanResourceInterval`` ms, or on demand)::
+Each round (every ``cleanResourceInterval`` ms, or on demand, or early when the disk
+guard saw the disk above ``diskMaxUsedSpaceRatio`` before an append)::
 
-    ratio = disk use of the store root (injectable)
-    writable = ratio < diskSpaceWarningLevelRatio (0.90)       else appends are refused
+    ratio = disk use of the store root, measured by the disk guard (:mod:`.disk_guard`,
+            which also refuses appends above diskSpaceWarningLevelRatio)
     if the hour is in deleteWhen ("04")  or  ratio > diskMaxUsedSpaceRatio (75 %)
        or asked manually:
         delete segments, oldest first, never the active one, at most deleteFileBatchMax:
@@ -21,29 +21,18 @@ is the fallback.
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-from rocketkube.broker.store import commitlog, consume_queue, index, settings
+from rocketkube.broker.store import commitlog, consume_queue, disk_guard, index, settings
 
-__all__ = ["DiskUsage", "Retention", "disk_usage_ratio"]
+__all__ = ["Retention"]
 
 _log = logging.getLogger(__name__)
 
-DiskUsage = Callable[[Path], float]
-"""The used fraction (0..1) of the disk holding a path."""
-
-
-def disk_usage_ratio(path: Path) -> float:
-    """``(total - free) / total`` of the file system holding ``path``, as Java computes it."""
-    usage = shutil.disk_usage(path)
-    return (usage.total - usage.free) / usage.total if usage.total else 0.0
-
 
 class Retention:
-    """Runs retention rounds and tracks whether the disk allows appends."""
+    """Runs retention rounds."""
 
     def __init__(
         self,
@@ -52,32 +41,15 @@ class Retention:
         index_service: index.IndexService | None,
         config: settings.StoreConfig,
         clock: Callable[[], int],
-        disk_usage: DiskUsage = disk_usage_ratio,
+        guard: disk_guard.DiskGuard,
     ) -> None:
         self._log = log
         self._queues = queues
         self._index = index_service
         self._config = config
         self._clock = clock
-        self._disk_usage = disk_usage
+        self._guard = guard
         self._hours = config.delete_hours()
-        self.disk_ratio = 0.0
-        self.writable = True
-
-    def check_disk(self) -> float:
-        """Measure disk use and update :attr:`writable`; return the ratio."""
-        try:
-            ratio = self._disk_usage(self._config.store_path_root_dir)
-        except OSError:
-            _log.exception("cannot measure disk use")
-            return self.disk_ratio
-        self.disk_ratio = ratio
-        writable = ratio < self._config.disk_space_warning_level_ratio
-        if writable != self.writable:
-            _log.warning("disk use %.1f%%: appends %s", ratio * 100,
-                         "allowed again" if writable else "refused")  # fmt: skip
-        self.writable = writable
-        return ratio
 
     def _closed_at(self, position: int) -> int:
         """When segment ``position`` (not the last) stopped receiving records."""
@@ -95,7 +67,7 @@ class Retention:
         """One retention round; returns the number of commit log segments deleted."""
         config = self._config
         now = self._clock()
-        ratio = self.check_disk()
+        ratio = self._guard.retention_round()
         hour = time.localtime(now / 1000).tm_hour
         over = ratio > config.disk_max_used_space_ratio / 100
         forcibly = ratio > config.disk_space_clean_forcibly_ratio

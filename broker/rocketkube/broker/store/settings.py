@@ -74,11 +74,15 @@ class StoreConfig:
     """``deleteWhen``: hours of the day (``;``-separated) when expired segments go."""
     disk_max_used_space_ratio: int = 75
     """``diskMaxUsedSpaceRatio``: percent of disk use above which expired segments go at
-    once, whatever the hour."""
+    once, whatever the hour. It refuses no append (RocketMQ's meaning): that is
+    ``diskSpaceWarningLevelRatio``."""
     disk_space_clean_forcibly_ratio: float = 0.85
-    """``diskSpaceCleanForciblyRatio``: above it the oldest segments go even unexpired."""
+    """``diskSpaceCleanForciblyRatio`` as a fraction: above it the oldest segments go
+    even unexpired."""
     disk_space_warning_level_ratio: float = 0.90
-    """``diskSpaceWarningLevelRatio``: above it appends are refused (SERVICE_NOT_AVAILABLE)."""
+    """``diskSpaceWarningLevelRatio`` as a fraction: at or above it appends are refused
+    (SERVICE_NOT_AVAILABLE), checked before appends, not only by retention
+    (:mod:`.disk_guard`)."""
     clean_resource_interval: int = 10_000
     """``cleanResourceInterval``: how often retention and the disk check run."""
     delete_files_batch_max: int = 10
@@ -104,12 +108,6 @@ class StoreConfig:
     message_delay_level: str = _DEFAULT_DELAY_LEVELS
     """``messageDelayLevel``: the schedule topic's consume queue tags code is the delivery
     time, store time plus the level's delay."""
-    preallocate_commit_log: bool = False
-    """Reserve each commit log segment's blocks at creation (``posix_fallocate``), so a
-    full disk fails the roll rather than a write into the mapping (SIGBUS). Off by default:
-    on ext4 the first write to each page of an fallocated file costs ~10x a sparse one
-    (unwritten-extent conversion), measured 82 vs 6 us per 4 KiB page; the
-    ``diskSpaceWarningLevelRatio`` guard refuses appends long before the disk is full."""
 
     def delay_levels_ms(self) -> tuple[int, ...]:
         """The delay of each level in ms; index 0 is level 1."""
