@@ -56,6 +56,7 @@ class Phase:
 
     name: str
     report: Report
+    client_cpu_pct: float
     broker_cpu_pct: float | None
     namesrv_cpu_pct: float | None
 
@@ -64,6 +65,7 @@ class Phase:
             "phase": self.name,
             "sends_per_s": round(self.report.tps, 1),
             **self.report.as_dict(),
+            "client_cpu_pct": self.client_cpu_pct,
             "broker_cpu_pct": self.broker_cpu_pct,
             "namesrv_cpu_pct": self.namesrv_cpu_pct,
         }
@@ -98,7 +100,11 @@ def format_result(result: FloodResult) -> str:
     lines = []
     for phase in (result.baseline, result.flood):
         r = phase.report
-        cpu = "" if phase.broker_cpu_pct is None else f", broker CPU {phase.broker_cpu_pct:.0f}%"
+        cpu = f", CPU: client {phase.client_cpu_pct:.0f}%"
+        if phase.broker_cpu_pct is not None:
+            cpu += f", broker {phase.broker_cpu_pct:.0f}%"
+        if phase.namesrv_cpu_pct is not None:
+            cpu += f", name server {phase.namesrv_cpu_pct:.0f}%"
         lines.append(
             f"{phase.name:>8}: {r.tps:8,.0f} sends/s  p50 {r.p50_ms:.3f} ms  "
             f"p99 {r.p99_ms:.3f} ms  max {r.max_ms:.1f} ms  failed {r.failed}{cpu}"
@@ -108,28 +114,30 @@ def format_result(result: FloodResult) -> str:
         f"flood: {counts['frames_per_s']:,.0f} frames/s from {result.settings.connections} "
         f"connections ({counts['frames']:,.0f} frames, {counts['garbage']:,.0f} undecodable, "
         f"{counts['answers']:,.0f} answered, {counts['closed_by_server']:,.0f} connections "
-        f"closed by the server)"
+        f"closed by the server, flooder CPU {100 * counts['cpu_seconds'] / counts['seconds']:.0f}%)"
     )
     lines.append(f"kept: {100 * result.kept:.1f}% of the baseline sends/s")
     return "\n".join(lines)
 
 
 class _Cpu:
-    """CPU percentages of the server processes over a span."""
+    """CPU percentages of this process and of the server processes over a span."""
 
     def __init__(self, pids: tuple[int | None, int | None]) -> None:
         self._pids = pids
         self._started = time.perf_counter()
+        self._own = time.process_time()
         self._cpu = [process_cpu_seconds(pid) for pid in pids]
 
-    def end(self) -> tuple[float | None, float | None]:
-        wall = time.perf_counter() - self._started
+    def end(self) -> tuple[float, float | None, float | None]:
+        """(this process, the broker, the name server), each in % of one core."""
+        wall = max(time.perf_counter() - self._started, 1e-9)
         out = []
         for pid, before in zip(self._pids, self._cpu, strict=True):
             after = process_cpu_seconds(pid)
             used = None if after is None or before is None else after - before
-            out.append(None if used is None or wall <= 0 else round(100 * used / wall, 1))
-        return out[0], out[1]
+            out.append(None if used is None else round(100 * used / wall, 1))
+        return round(100 * (time.process_time() - self._own) / wall, 1), out[0], out[1]
 
 
 async def _send_for(producer: Producer, settings: FloodSettings, seconds: float) -> Report:
