@@ -116,6 +116,37 @@ def test_a_spent_budget_leaves_the_connection_unread_longer_each_time() -> None:
     assert log.throttles == 5
 
 
+def test_a_host_whose_connections_keep_sending_garbage_has_its_new_ones_wait(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = Clock()
+    policy = faults.FaultPolicy(host_burst=3, host_per_second=2, max_backoff=1)
+    log = faults.FaultLog(policy, clock)
+    for port in range(3):
+        assert faults.PeerFaults(log, f"10.0.0.1:{port}", "10.0.0.1").admit() == 0.0
+        faults.PeerFaults(log, f"10.0.0.1:{port}", "10.0.0.1").malformed(faults.FRAME, "bad")
+    assert log.admit("10.0.0.1") == 0.0  # the budget spent, not overdrawn
+    faults.PeerFaults(log, "10.0.0.1:3", "10.0.0.1").malformed(faults.FRAME, "bad")
+    assert log.admit("10.0.0.1") == 0.5  # until one connection's worth is refilled
+    assert log.admit("10.0.0.2") == 0.0  # another host
+    for _ in range(10):
+        faults.PeerFaults(log, "10.0.0.1:9", "10.0.0.1").malformed(faults.FRAME, "bad")
+    assert log.admit("10.0.0.1") == 1.0  # the most
+    clock.now += 1.5  # refilled by 3: no longer overdrawn
+    assert log.admit("10.0.0.1") == 0.0
+    assert warnings(caplog, "new connections from 10.0.0.1 wait") != []
+
+
+def test_a_client_counts_its_servers_faults_but_never_stops_reading_them() -> None:
+    log = faults.FaultLog(faults.CLIENT_POLICY, Clock())
+    server = faults.PeerFaults(log, "10.0.0.1:10911", "10.0.0.1")
+    assert {server.malformed(faults.CODE, "x", count=10_000) for _ in range(10)} == {0.0}
+    for _ in range(100):
+        faults.PeerFaults(log, "10.0.0.1:10911", "10.0.0.1").malformed(faults.FRAME, "x")
+    assert log.admit("10.0.0.1") == 0.0
+    assert (log.counts[faults.CODE], log.counts[faults.FRAME], log.throttles) == (100_000, 100, 0)
+
+
 def test_our_bugs_are_tracebacks_rate_limited_too(caplog: pytest.LogCaptureFixture) -> None:
     log = faults.FaultLog(clock=Clock())
     peer = faults.PeerFaults(log, "10.0.0.1:5")
@@ -141,9 +172,11 @@ class Handlers:
         raise RuntimeError("boom")
 
 
-async def serve(policy: faults.FaultPolicy) -> tuple[RemotingServer, faults.FaultLog]:
+async def serve(
+    policy: faults.FaultPolicy, clock: Clock | None = None
+) -> tuple[RemotingServer, faults.FaultLog]:
     h = Handlers()
-    fault_log = faults.FaultLog(policy)
+    fault_log = faults.FaultLog(policy) if clock is None else faults.FaultLog(policy, clock)
     table = {ECHO: h.echo, BAD_HEADER: h.bad_header, BUG: h.bug}
     server = RemotingServer(Dispatcher(table), "127.0.0.1", 0, faults=fault_log)
     await server.start()
@@ -253,6 +286,67 @@ async def test_a_throttled_connection_is_served_again_after_its_back_off() -> No
     finally:
         writer.close()
         await server.stop()
+
+
+async def test_new_connections_of_a_host_sending_garbage_wait_but_open_ones_do_not(
+    good: RemotingClient,
+) -> None:
+    policy = faults.FaultPolicy(host_burst=2, host_per_second=20)
+    server, fault_log = await serve(policy, Clock())  # refilled only when the test says
+    address = f"127.0.0.1:{server.port}"
+    try:
+        await good.invoke(address, RemotingCommand.request(ECHO))
+        for _ in range(4):
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(struct.pack(">ii", 1, 0))
+            assert await closed_by_server(reader)
+            writer.close()
+        answer = await good.invoke(address, RemotingCommand.request(ECHO, {"open": "yes"}))
+        assert answer.ext_fields == {"open": "yes"}
+        throttles = fault_log.throttles
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(pipelined([ECHO]))
+        (answer,) = await read_answers(reader, 1)  # after its wait (0.1 s: two overdrawn)
+        assert answer.code == ResponseCode.SUCCESS
+        assert fault_log.throttles == throttles + 1
+        writer.close()
+    finally:
+        await server.stop()
+
+
+def test_a_new_connection_waits_for_its_host_on_uvloop_too() -> None:
+    """uvloop reads a new connection once whatever it was told on connecting: what it read
+    must wait with the connection, unanswered."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def scenario() -> tuple[int, bytes]:
+        policy = faults.FaultPolicy(host_burst=1, host_per_second=1e-6, max_backoff=3600)
+        server, fault_log = await serve(policy, Clock())
+        good = RemotingClient(timeout=30)
+        address = f"127.0.0.1:{server.port}"
+        try:
+            await good.invoke(address, RemotingCommand.request(ECHO))  # open before
+            for _ in range(2):
+                reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+                writer.write(struct.pack(">ii", 1, 0))
+                assert await closed_by_server(reader)
+                writer.close()
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(pipelined([ECHO]) + struct.pack(">ii", 1, 0))
+            await writer.drain()
+            for _ in range(20):  # the server's loop goes round: the open connection is served
+                await good.invoke(address, RemotingCommand.request(ECHO))
+            frames = fault_log.counts[faults.FRAME]
+        finally:
+            await good.close()
+            await server.stop()
+        received = await asyncio.wait_for(reader.read(), 30)
+        writer.close()
+        return frames, received
+
+    # the waiting connection's garbage was not looked at, nor its request answered: it
+    # was closed by the stop
+    assert uvloop.run(scenario()) == (2, b"")
 
 
 async def test_our_bug_answers_system_error_without_charging_the_peer(

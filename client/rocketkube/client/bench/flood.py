@@ -110,11 +110,14 @@ def format_result(result: FloodResult) -> str:
             f"p99 {r.p99_ms:.3f} ms  max {r.max_ms:.1f} ms  failed {r.failed}{cpu}"
         )
     counts = result.counts
+    seconds = counts["seconds"] or 1.0
     lines.append(
-        f"flood: {counts['frames_per_s']:,.0f} frames/s from {result.settings.connections} "
-        f"connections ({counts['frames']:,.0f} frames, {counts['garbage']:,.0f} undecodable, "
-        f"{counts['answers']:,.0f} answered, {counts['closed_by_server']:,.0f} connections "
-        f"closed by the server, flooder CPU {100 * counts['cpu_seconds'] / counts['seconds']:.0f}%)"
+        f"flood: {counts['frames_per_s']:,.0f} frames/s written by {result.settings.connections} "
+        f"connections, {counts['answers'] / seconds:,.0f}/s answered, "
+        f"{counts['garbage'] / seconds:,.0f}/s undecodable ({counts['frames']:,.0f} frames, "
+        f"{counts['answers']:,.0f} answers, {counts['garbage']:,.0f} undecodable of which "
+        f"{counts['closed_by_server']:,.0f} closed by the server; flooder CPU "
+        f"{100 * counts['cpu_seconds'] / seconds:.0f}%)"
     )
     lines.append(f"kept: {100 * result.kept:.1f}% of the baseline sends/s")
     return "\n".join(lines)

@@ -8,7 +8,7 @@ import logging
 from rocketkube.common import errors
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, RequestHandler, split_address
-from rocketkube.common.remoting.faults import FaultLog
+from rocketkube.common.remoting.faults import CLIENT_POLICY, FaultLog
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class RemotingClient:
         self._connections: dict[str, Connection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
-        self.faults = FaultLog()
+        self.faults = FaultLog(CLIENT_POLICY)
         """Malformed traffic from the servers, all connections together."""
 
     async def connection(self, address: str) -> Connection:

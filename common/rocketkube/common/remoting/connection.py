@@ -121,6 +121,7 @@ class Connection(asyncio.Protocol):
         self._waiting: list[RemotingCommand] = []
         self._turn_due = False
         self._held: asyncio.TimerHandle | None = None
+        self._unread: list[bytes] = []  # received while held, decoded at the release
         self._paused = False
         self._last_io = 0.0
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -134,15 +135,24 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports do not subclass asyncio.Transport: no isinstance check here.
         self._transport = typing.cast(asyncio.Transport, transport)
-        self.remote_address = _format_address(transport.get_extra_info("peername"))
+        peer = transport.get_extra_info("peername")
+        self.remote_address = _format_address(peer)
         self.local_address = _format_address(transport.get_extra_info("sockname"))
         self._faults.peer = self.remote_address
+        self._faults.host = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        wait = self._faults.admit()
+        if wait:
+            self._hold(wait)
         self._last_io = self._loop.time()
         if self._idle_timeout:
             self._idle_timer = self._loop.call_later(self._idle_timeout, self._check_idle)
 
     def data_received(self, data: bytes) -> None:
         self._last_io = self._loop.time()
+        if self._held is not None:  # uvloop reads once after a hold made on connecting
+            self._unread.append(data)
+            self._pause_reading()
+            return
         try:
             commands = self._decoder.feed(data)
         except errors.ProtocolError as exc:
@@ -212,13 +222,18 @@ class Connection(asyncio.Protocol):
 
     def _release(self) -> None:
         self._held = None
+        unread, self._unread = self._unread, []
+        if unread:
+            self.data_received(b"".join(unread))
+        if self._held is not None:
+            return  # held again by what was unread
         if self._waiting:
             self._next_turn_soon()
         else:
             self._resume_reading()
 
     def _pause_reading(self) -> None:
-        if not self._paused and self.is_open:
+        if self.is_open:  # even when paused: uvloop does not keep a pause made on connecting
             assert self._transport is not None
             self._transport.pause_reading()
             self._paused = True
@@ -235,6 +250,7 @@ class Connection(asyncio.Protocol):
         if self._held is not None:
             self._held.cancel()
         self._waiting = []
+        self._unread = []
         self._faults.close()
         if self._expiry is not None:
             self._expiry.cancel()

@@ -24,13 +24,19 @@ A connection whose peer keeps sending malformed requests is throttled: each has 
 (:class:`PeerFaults`, a token bucket of ``malformed_burst`` refilled at
 ``malformed_per_second``); once it is spent, the connection is not read nor served for a
 back-off that doubles while the peer goes on (``first_backoff`` up to ``max_backoff``), so
-the well-formed traffic of the others keeps the event loop.
+the well-formed traffic of the others keeps the event loop. A peer that opens a new
+connection for each frame of garbage (or each spent budget) is held back by its host's
+budget (``host_burst`` refilled at ``host_per_second``, one per connection closed or
+throttled): once that is spent, the host's new connections wait, unread, until it is
+refilled (``max_backoff`` at most). Connections already open are never held for their
+host; legitimate clients send no garbage at all.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import struct
 import time
 from collections.abc import Callable
@@ -77,11 +83,23 @@ class FaultPolicy:
     spends it again before the budget is full again ..."""
     max_backoff: float = 8.0
     """... up to this."""
+    host_per_second: float = 2.0
+    """A host's budget of connections closed for garbage or throttled refills at this rate
+    ..."""
+    host_burst: float = 20.0
+    """... up to this many."""
+    hosts_kept: int = 10_000
+    """Hosts whose budget is tracked, at most (those with a full budget are forgotten)."""
+
+
+CLIENT_POLICY: Final = FaultPolicy(malformed_burst=math.inf, host_burst=math.inf)
+"""A client's: it chose its servers, and never stops reading one (counts and warnings
+only)."""
 
 
 class FaultLog:
-    """A server's account of its peers' faults: the counts by kind, the throttles, and the
-    budget of warning lines its connections share."""
+    """A server's account of its peers' faults: the counts by kind, the throttles, the
+    budget of warning lines its connections share, and the budgets of their hosts."""
 
     def __init__(
         self,
@@ -93,10 +111,12 @@ class FaultLog:
         self.counts: dict[str, int] = dict.fromkeys(KINDS, 0)
         """Malformed frames and requests by kind, since start."""
         self.throttles = 0
-        """Times a connection was left unread for spending its budget."""
+        """Times a connection was left unread for spending its budget, or its host's."""
         self._window_started = -float("inf")
         self._lines = 0
         self._left_out = 0
+        # host -> [budget level, when last refilled]
+        self._hosts: dict[str, list[float]] = {}
 
     def line(self, now: float) -> int | None:
         """May a warning line be written ``now``? None: no (the connection keeps it untold);
@@ -113,15 +133,63 @@ class FaultLog:
         """``events`` a closed connection never told of."""
         self._left_out += events
 
+    def admit(self, host: str) -> float:
+        """Seconds a new connection from ``host`` is to wait unread (0.0: none): until
+        the host's budget is refilled, when its connections spent it."""
+        entry = self._hosts.get(host)
+        if entry is None:
+            return 0.0
+        policy = self.policy
+        level = self._refill(entry, policy.host_per_second, policy.host_burst)
+        if level >= 0:
+            return 0.0
+        self.throttles += 1
+        return min(policy.max_backoff, -level / policy.host_per_second)
+
+    def charge_host(self, host: str) -> None:
+        """A connection from ``host`` was closed for garbage or throttled."""
+        policy = self.policy
+        entry = self._hosts.get(host)
+        if entry is None:
+            if len(self._hosts) >= policy.hosts_kept:
+                self._forget_behaving_hosts()
+            entry = self._hosts[host] = [policy.host_burst, self.clock()]
+        level = self._refill(entry, policy.host_per_second, policy.host_burst)
+        entry[0] = max(level - 1, -policy.host_burst)
+        if level >= 0 > entry[0]:
+            now = self.clock()
+            if self.line(now) is not None:
+                log.warning("new connections from %s wait before they are read: its "
+                            "connections keep sending garbage", host)  # fmt: skip
+
+    def _refill(self, entry: list[float], rate: float, burst: float) -> float:
+        """The level of a token bucket ``[level, when]``, refilled up to now."""
+        now = self.clock()
+        entry[0] = min(burst, entry[0] + (now - entry[1]) * rate)
+        entry[1] = now
+        return entry[0]
+
+    def _forget_behaving_hosts(self) -> None:
+        policy = self.policy
+        for host, entry in list(self._hosts.items()):
+            if self._refill(entry, policy.host_per_second, policy.host_burst) >= policy.host_burst:
+                del self._hosts[host]
+        if len(self._hosts) >= policy.hosts_kept:  # all misbehaving: the oldest go
+            for host in list(self._hosts)[: len(self._hosts) // 2]:
+                del self._hosts[host]
+
 
 class PeerFaults:
     """One connection's faults: its warnings by kind, its budget of malformed requests."""
 
-    __slots__ = ("_backoffs", "_held_until", "_last", "_level", "_log", "_warned", "peer")
+    __slots__ = (
+        "_backoffs", "_held_until", "_last", "_level", "_log", "_warned", "host", "peer"
+    )  # fmt: skip
 
-    def __init__(self, fault_log: FaultLog, peer: str) -> None:
+    def __init__(self, fault_log: FaultLog, peer: str, host: str = "?") -> None:
         self._log = fault_log
         self.peer = peer
+        self.host = host
         self._level = fault_log.policy.malformed_burst
         self._last = fault_log.clock()
         self._backoffs = 0
@@ -138,6 +206,7 @@ class PeerFaults:
         now = fault_log.clock()
         if kind == FRAME:
             self.warn(kind, f"closing the connection from {self.peer}: {detail}", now)
+            fault_log.charge_host(self.host)
         else:
             self.warn(kind, f"malformed request ({kind}) from {self.peer}: {detail}", now, count)
         policy = fault_log.policy
@@ -155,9 +224,14 @@ class PeerFaults:
         self._backoffs += 1
         self._held_until = now + backoff
         fault_log.throttles += 1
+        fault_log.charge_host(self.host)
         self.warn("throttled", f"not reading {self.peer} for {backoff:g} s: too many "
                   "malformed requests", now)  # fmt: skip
         return backoff
+
+    def admit(self) -> float:
+        """Seconds this new connection is to wait unread, for its host (0.0: none)."""
+        return self._log.admit(self.host)
 
     def bug(self, code: int, exc: BaseException) -> None:
         """A handler failed on request ``code`` with ``exc``, our bug: its traceback logged,
