@@ -508,10 +508,8 @@ async def run_flood_bench(args: argparse.Namespace) -> int:
                 result = await flood.run_flood(
                     namesrv, settings, broker_pid=broker_pid, namesrv_pid=namesrv_pid
                 )
-    summary = result.as_dict()
-    if not args.json:
-        print(flood.format_result(result), file=out)
-    print(json.dumps(summary), flush=True)
+    print(flood.format_result(result), file=out)
+    print(json.dumps(result.as_dict()), flush=True)
     return 1 if result.baseline.report.failed or result.flood.report.failed else 0
 
 

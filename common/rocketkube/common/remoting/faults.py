@@ -70,6 +70,8 @@ def kind_of(exc: BaseException) -> str | None:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class FaultPolicy:
+    """How much a server tells of its peers' faults, and how much of them it takes."""
+
     warn_interval: float = 10.0
     """Seconds between two warnings of one kind about one connection."""
     lines_per_interval: int = 50
@@ -156,11 +158,13 @@ class FaultLog:
             entry = self._hosts[host] = [policy.host_burst, self.clock()]
         level = self._refill(entry, policy.host_per_second, policy.host_burst)
         entry[0] = max(level - 1, -policy.host_burst)
-        if level >= 0 > entry[0]:
-            now = self.clock()
-            if self.line(now) is not None:
+        if level >= 0 > entry[0]:  # overdrawn now: told once each time
+            left_out = self.line(self.clock())
+            if left_out is not None:
                 log.warning("new connections from %s wait before they are read: its "
-                            "connections keep sending garbage", host)  # fmt: skip
+                            "connections keep sending garbage%s", host,
+                            f" ({left_out} more from connections since closed, not logged)"
+                            if left_out else "")  # fmt: skip
 
     def _refill(self, entry: list[float], rate: float, burst: float) -> float:
         """The level of a token bucket ``[level, when]``, refilled up to now."""
