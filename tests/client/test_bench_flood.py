@@ -46,6 +46,12 @@ def test_the_plan_mixes_garbage_and_malformed_over_both_servers() -> None:
     assert {address for address, _ in flooder.plan(4, "b:1", None)} == {"b:1"}
 
 
+def test_bench_flood_refuses_servers_elsewhere(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["flood", "-n", "127.0.0.1:9876;10.0.0.1:9876", "--duration", "1"]) == 2
+    assert cli.main(["flood", "-n", "127.0.0.1:9876", "--broker", "10.0.0.2:10911"]) == 2
+    assert "loopback addresses only" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_bench_flood_against_child_servers(capsys: pytest.CaptureFixture[str]) -> None:
     code = cli.main(["flood", "--baseline", "0.5", "--duration", "1", "--connections", "4",

@@ -492,6 +492,13 @@ async def run_flood_bench(args: argparse.Namespace) -> int:
         body_size=args.size,
         topic=args.topic,
     )
+    try:
+        for address in [*(args.namesrv_addr or "").split(";"), args.broker or ""]:
+            if address.strip():
+                flooder.loopback_address(address.strip())
+    except ValueError as exc:
+        print(f"rocketkube bench: {exc}", file=sys.stderr)
+        return 2
     out: TextIO = sys.stderr if args.json else sys.stdout
     print(f"a producer alone for {settings.baseline:g} s, then under a flood of "
           f"{settings.connections} connections for {settings.duration:g} s", file=out,
