@@ -72,6 +72,12 @@ class _Sink(asyncio.Transport):
     def is_closing(self) -> bool:
         return False
 
+    def pause_reading(self) -> None:
+        pass  # a chunk of more than a turn's requests: the rest is fed on the next turn
+
+    def resume_reading(self) -> None:
+        pass
+
     def close(self) -> None:
         pass
 

@@ -19,6 +19,7 @@ from rocketkube.common.remoting.command import FLAG_ONEWAY, RemotingCommand
 from rocketkube.common.remoting.connection import ANSWER_EVERY, Connection, Reply
 from rocketkube.common.remoting.deferred import DeferredGroup, DeferredReply
 from rocketkube.common.remoting.dispatch import BatchingProcessor, Dispatcher
+from rocketkube.common.remoting.faults import FaultLog
 from rocketkube.common.remoting.server import RemotingServer
 
 PUT, PUT_V2, OTHER, SLOW, UNKNOWN = 2000, 2001, 2002, 2003, 9999
@@ -90,10 +91,11 @@ def requests(*codes: int) -> list[RemotingCommand]:
 NO_CONN = cast(Connection, None)
 
 
-def test_runs_of_batching_codes_go_to_many_in_order() -> None:
+async def test_runs_of_batching_codes_go_to_many_in_order() -> None:
     log = Log()
     reqs = requests(PUT, PUT_V2, PUT, OTHER, PUT, UNKNOWN, PUT, PUT)
-    replies = dispatcher(log).handle_many(NO_CONN, reqs)
+    fault_log = FaultLog()
+    replies = dispatcher(log).handle_many(Connection(fault_log=fault_log), reqs)
     assert log.served == ["many:1,2,3", "other:4", "one:5", "many:7,8"]
     remarks = [r.remark if isinstance(r, RemotingCommand) else None for r in replies]
     assert remarks == [
@@ -108,6 +110,7 @@ def test_runs_of_batching_codes_go_to_many_in_order() -> None:
     ]
     assert len(log.observed) == len(reqs)
     assert log.observed[5] == (UNKNOWN, ResponseCode.REQUEST_CODE_NOT_SUPPORTED)
+    assert fault_log.counts["code"] == 1  # the peer's fault
 
 
 async def test_awaited_replies_of_a_run_are_observed_when_done() -> None:

@@ -115,6 +115,29 @@ def test_decoder_handles_split_and_pipelined_frames() -> None:
     assert decoder.buffered == 0
 
 
+def test_a_15_mib_frame_in_4_kib_pieces_is_reassembled() -> None:
+    """Each piece is gathered, and the frame decoded once it is complete, by either scan
+    (``reassembly_cpu.py`` in this folder prints what it costs)."""
+    body = bytes(range(256)) * (15 * 4096)
+    big = RemotingCommand.request(310, {"k": "v"}, body)
+    big.opaque = 1
+    small = RemotingCommand.request(34, {"n": "2"})
+    small.opaque = 2
+    stream = frame.encode_bytes(big) + frame.encode_bytes(small)
+    assert len(stream) < frame.MAX_FRAME_LENGTH
+    for scan in {frame.FrameDecoder.scan, frame.compiled_scan()} - {None}:
+        decoder = frame.FrameDecoder(scan=scan)
+        got: list[RemotingCommand] = []
+        for start in range(0, len(stream), 4096):
+            got += decoder.feed(stream[start : start + 4096])
+        assert [(c.opaque, c.code, c.ext_fields) for c in got] == [
+            (1, 310, {"k": "v"}),
+            (2, 34, {"n": "2"}),
+        ]
+        assert bytes(got[0].body) == body
+        assert decoder.buffered == 0
+
+
 def test_small_bodies_are_copied_and_large_ones_are_views_of_the_received_bytes() -> None:
     sizes = (0, frame.COPIED_BODY, frame.COPIED_BODY + 1, 64 * 1024)
     stream = b"".join(

@@ -38,3 +38,10 @@ def test_missing_required_field_names_it() -> None:
 def test_bad_integer_is_a_header_error() -> None:
     with pytest.raises(errors.HeaderError, match="queueId"):
         Example.decode({"topic": "T", "queueId": "one"})
+
+
+@pytest.mark.parametrize("text", [str(2**63), str(-(2**63) - 1), "1" * 40])
+def test_integer_out_of_a_java_long_is_a_header_error(text: str) -> None:
+    with pytest.raises(errors.HeaderError, match="queueId"):
+        Example.decode({"topic": "T", "queueId": text})
+    assert Example.decode({"topic": "T", "queueId": str(2**63 - 1)}).queue_id == 2**63 - 1

@@ -204,7 +204,7 @@ class BrokerApp:
         table.update(end_transaction.table(ctx, tx_service))
         self.transactions = TransactionCheckService(ctx, tx_service)
         self._gate.dispatcher = Dispatcher(
-            table, RequestMetrics(self.registry, "rocketkube_broker")
+            table, RequestMetrics(self.registry, "rocketkube_broker", self.server.faults)
         )
         await self.http.start()
         registrar.start()

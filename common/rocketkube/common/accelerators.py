@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Mapping
 
 __all__ = ["compiled", "wanted"]
@@ -29,7 +30,10 @@ def compiled(module: str, name: str) -> object | None:
     The caller says what it is (``typing.cast``): its stub (``_module.pyi``) types it."""
     if not wanted():
         return None
-    try:
-        return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
-    except ImportError:
-        return None
+    loaded = sys.modules.get(module)  # each connection asks: no import machinery then
+    if loaded is None:
+        try:
+            loaded = importlib.import_module(module)
+        except ImportError:
+            return None
+    return getattr(loaded, name)  # type: ignore[no-any-return]

@@ -1,4 +1,5 @@
-"""Request metrics shared by the servers: counts by code and result, latency by code.
+"""Request metrics shared by the servers: counts by code and result, latency by code, and
+the malformed frames and requests of their peers by kind (with the throttles they earned).
 
 Counted in plain dicts on the hot path and turned into Prometheus families only when
 scraped: a prometheus-client counter or histogram update costs microseconds (a lock,
@@ -15,6 +16,7 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
 from rocketkube.common.remoting.codes import code_name
+from rocketkube.common.remoting.faults import FaultLog
 
 LATENCY_BUCKETS = (
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0, 30.0,
@@ -24,8 +26,16 @@ LATENCY_BUCKETS = (
 class RequestMetrics(Collector):
     """A :data:`~rocketkube.common.remoting.dispatch.RequestObserver` exported to Prometheus."""
 
-    def __init__(self, registry: prometheus_client.CollectorRegistry, prefix: str) -> None:
+    def __init__(
+        self,
+        registry: prometheus_client.CollectorRegistry,
+        prefix: str,
+        faults: FaultLog | None = None,
+    ) -> None:
+        """``faults``: the server's account of its peers' malformed traffic, read when
+        scraped."""
         self._prefix = prefix
+        self._faults = faults
         self._requests: dict[tuple[int, int | None], int] = {}
         # per request code: [count per bucket..., count above the last bucket], sum
         self._buckets: dict[int, list[int]] = {}
@@ -70,3 +80,21 @@ class RequestMetrics(Collector):
                 self._sums[request_code],
             )
         yield latency
+        if self._faults is not None:
+            yield from self._collect_faults(self._faults)
+
+    def _collect_faults(self, faults: FaultLog) -> Iterator[CounterMetricFamily]:
+        malformed = CounterMetricFamily(
+            f"{self._prefix}_malformed_requests",
+            "Malformed frames and requests from peers, by kind (frame: the connection was "
+            "closed; header, body, value, code: answered with an error)",
+            labels=["kind"],
+        )
+        for kind, count in list(faults.counts.items()):
+            malformed.add_metric([kind], count)
+        yield malformed
+        yield CounterMetricFamily(
+            f"{self._prefix}_throttled_connections",
+            "Times a connection was left unread for a while: too many malformed requests",
+            value=faults.throttles,
+        )

@@ -15,6 +15,7 @@ from rocketkube.common.http_endpoint import HttpEndpoint
 from rocketkube.common.metrics import RequestMetrics
 from rocketkube.common.remoting.connection import Connection
 from rocketkube.common.remoting.dispatch import Dispatcher
+from rocketkube.common.remoting.faults import FaultLog
 from rocketkube.common.remoting.server import RemotingServer
 from rocketkube.common.tasks import cancel_and_wait
 from rocketkube.namesrv.kvconfig import KVConfig
@@ -54,8 +55,9 @@ class NamesrvApp:
         self.processors = NamesrvProcessors(self.routes, self.kv, settings, clock)
         self.registry = prometheus_client.CollectorRegistry()
         self.registry.register(_RouteCollector(self.routes))
+        faults = FaultLog()
         dispatcher = Dispatcher(
-            self.processors.table(), RequestMetrics(self.registry, "rocketkube_namesrv")
+            self.processors.table(), RequestMetrics(self.registry, "rocketkube_namesrv", faults)
         )
         self.server = RemotingServer(
             dispatcher,
@@ -63,6 +65,7 @@ class NamesrvApp:
             settings.listen_port,
             idle_timeout=settings.server_channel_max_idle_time_seconds,
             on_close=self._on_connection_closed,
+            faults=faults,
         )
         self.http = HttpEndpoint(
             self.registry, settings.bind_address, settings.http_port, lambda: self._started

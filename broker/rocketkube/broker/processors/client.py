@@ -22,6 +22,7 @@ from rocketkube.common import errors
 from rocketkube.common.protocol import admin_bodies, permission
 from rocketkube.common.protocol import admin_headers as h
 from rocketkube.common.protocol.heartbeat import HeartbeatData
+from rocketkube.common.remoting import faults
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection
@@ -79,7 +80,7 @@ class ClientProcessors:
         try:
             data = HeartbeatData.decode(req.body)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            log.warning("bad heartbeat from %s: %r", conn.remote_address, exc)
+            conn.fault(faults.BODY, f"malformed heartbeat body: {exc!r}")
             return RemotingCommand.response(
                 ResponseCode.SYSTEM_ERROR, f"malformed heartbeat body: {exc!r}"
             )
@@ -89,7 +90,7 @@ class ClientProcessors:
         channel = ClientChannel(conn, data.client_id, req.language, req.version, ctx.clock())
         for consumer in data.consumers:
             if not consumer.group_name:
-                log.warning("heartbeat from %s: consumer without groupName", conn.remote_address)
+                conn.fault(faults.BODY, "heartbeat: a consumer without groupName")
                 continue
             config = ctx.groups.get(consumer.group_name)
             if config is not None:

@@ -2,6 +2,8 @@
 
 - :mod:`rocketkube.client.bench.broker`: broker ingest (pipelined sends), delivery (pulls)
   and one-at-a-time send latency; one function per scenario, each returning a result.
+- :mod:`rocketkube.client.bench.flood`: a producer's one-at-a-time sends alone and under a
+  flood of malformed frames from :mod:`rocketkube.client.bench.flooder` (a child process).
 - :mod:`rocketkube.client.bench.cli`: ``rocketkube bench broker ...``, which starts a name
   server and brokers as child processes (the client never imports the broker) or measures
   a broker given by address, and prints a table per scenario and a JSON summary.

@@ -1,5 +1,6 @@
 """``rocketkube bench``: benchmarks over the wire: ``broker`` (raw frames, the broker's own
-ceiling) and ``producer`` (the SDK, in the shape of RocketMQ's benchmark tools).
+ceiling), ``producer`` (the SDK, in the shape of RocketMQ's benchmark tools) and ``flood``
+(what a flood of malformed frames leaves a well-behaved producer).
 
 ``bench broker`` measures a running broker (``--broker host:port``), or starts its own in a
 temporary directory: a name server, then one broker per flush mode asked for (``--flush
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from rocketkube.client.bench import broker as bench
-from rocketkube.client.bench import sdk
+from rocketkube.client.bench import flood, flooder, sdk
 from rocketkube.client.bench.stats import Report
 from rocketkube.common import errors, runtime
 from rocketkube.common.cli import Command
@@ -198,6 +199,56 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="share left unknown until checked back, 0-1 (default 0)",
     )
     tproducer.set_defaults(_bench=run_client_bench, _client_bench=sdk.run_tproducer)
+    flooded = sub.add_parser(
+        "flood",
+        help="a well-behaved producer's sends/s and latency, alone and under a flood",
+        description="One producer sends one message at a time, alone for --baseline seconds, "
+        "then for --duration seconds while --connections connections flood the broker and "
+        "the name server with malformed frames (loopback only). Without -n it starts a name "
+        "server and a broker here.",
+    )
+    configure_flood(flooded)
+    flooded.set_defaults(_bench=run_flood_bench)
+
+
+def configure_flood(parser: argparse.ArgumentParser) -> None:
+    defaults = flood.FloodSettings()
+    add = parser.add_argument
+    add(
+        "-n",
+        "--namesrv-addr",
+        default=os.environ.get("NAMESRV_ADDR"),
+        help="name server(s) on this machine (default $NAMESRV_ADDR; none: start a cluster)",
+    )
+    add("--broker", metavar="HOST:PORT", help="the broker to flood (default: the topic's)")
+    add(
+        "--connections",
+        type=_positive,
+        default=defaults.connections,
+        help=f"flooding connections (default {defaults.connections})",
+    )
+    add(
+        "--duration",
+        type=_seconds,
+        default=defaults.duration,
+        help=f"seconds of the flood (default {defaults.duration:g})",
+    )
+    add(
+        "--baseline",
+        type=_seconds,
+        default=defaults.baseline,
+        help=f"seconds of the producer alone first (default {defaults.baseline:g})",
+    )
+    add("-s", "--size", type=_non_negative, default=defaults.body_size, help="body bytes")
+    add("-t", "--topic", default=defaults.topic, help=f"topic (default {defaults.topic})")
+    add("--json", action="store_true", help="print only the JSON summary on stdout")
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= flooder.MAX_DURATION:
+        raise argparse.ArgumentTypeError(f"seconds in (0, {flooder.MAX_DURATION:g}]: {text}")
+    return value
 
 
 def _rate(text: str) -> float:
@@ -432,6 +483,43 @@ async def run_client_bench(args: argparse.Namespace) -> int:
     return 1 if summary.total.failed else 0
 
 
+async def run_flood_bench(args: argparse.Namespace) -> int:
+    """``bench flood``: against ``-n`` (servers on this machine) or a cluster started here."""
+    settings = flood.FloodSettings(
+        connections=args.connections,
+        duration=args.duration,
+        baseline=args.baseline,
+        body_size=args.size,
+        topic=args.topic,
+    )
+    try:
+        for address in [*(args.namesrv_addr or "").split(";"), args.broker or ""]:
+            if address.strip():
+                flooder.loopback_address(address.strip())
+    except ValueError as exc:
+        print(f"rocketkube bench: {exc}", file=sys.stderr)
+        return 2
+    out: TextIO = sys.stderr if args.json else sys.stdout
+    print(f"a producer alone for {settings.baseline:g} s, then under a flood of "
+          f"{settings.connections} connections for {settings.duration:g} s", file=out,
+          flush=True)  # fmt: skip
+    if args.namesrv_addr:
+        result = await flood.run_flood(args.namesrv_addr, settings, broker=args.broker)
+    else:
+        with tempfile.TemporaryDirectory(prefix="rocketkube-bench-") as tmp:
+            root = Path(tmp)
+            async with (
+                local_namesrv_process(root) as (namesrv, namesrv_pid),
+                local_broker(root, namesrv, "ASYNC_FLUSH") as (_, broker_pid),
+            ):
+                result = await flood.run_flood(
+                    namesrv, settings, broker_pid=broker_pid, namesrv_pid=namesrv_pid
+                )
+    print(flood.format_result(result), file=out)
+    print(json.dumps(result.as_dict()), flush=True)
+    return 1 if result.baseline.report.failed or result.flood.report.failed else 0
+
+
 def all_delivered(results: Sequence[bench.Result]) -> bool:
     """Every send acknowledged and every pull read what the queues held."""
     for r in results:
@@ -501,6 +589,13 @@ async def _wait_until(
 @contextlib.asynccontextmanager
 async def local_namesrv(root: Path) -> AsyncIterator[str]:
     """A name server child process; yields its address."""
+    async with local_namesrv_process(root) as (address, _):
+        yield address
+
+
+@contextlib.asynccontextmanager
+async def local_namesrv_process(root: Path) -> AsyncIterator[tuple[str, int]]:
+    """A name server child process; yields (address, pid)."""
     port = free_port()
     args = [
         "namesrv", "--port", str(port), "--http-port", "0", "--log-level", "WARNING",
@@ -516,7 +611,7 @@ async def local_namesrv(root: Path) -> AsyncIterator[str]:
             return True
 
         await _wait_until(proc, log, "name server", accepting)
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}", proc.pid
 
 
 @contextlib.asynccontextmanager

@@ -8,6 +8,7 @@ import logging
 from rocketkube.common import errors
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, RequestHandler, split_address
+from rocketkube.common.remoting.faults import CLIENT_POLICY, FaultLog
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,8 @@ class RemotingClient:
         self._connections: dict[str, Connection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
+        self.faults = FaultLog(CLIENT_POLICY)
+        """Malformed traffic from the servers, all connections together."""
 
     async def connection(self, address: str) -> Connection:
         """The open connection to ``address``, connecting (once) if needed."""
@@ -61,7 +64,9 @@ class RemotingClient:
         try:
             _, protocol = await asyncio.wait_for(
                 loop.create_connection(
-                    lambda: Connection(self._handler, on_close=forget), host, port
+                    lambda: Connection(self._handler, on_close=forget, fault_log=self.faults),
+                    host,
+                    port,
                 ),
                 self._connect_timeout,
             )

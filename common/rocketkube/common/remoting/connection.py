@@ -7,6 +7,13 @@ us: a server gets client requests, a client gets the server-initiated ones
 while handling one received chunk are written in a single ``writelines``, every
 :data:`ANSWER_EVERY` requests when the chunk holds more.
 
+One event loop serves every connection, so none may keep it: a connection is served at
+most :data:`TURN_REQUESTS` requests per turn of the loop, the rest waiting (the connection
+unread) until every other connection had its turn. A frame that does not decode closes
+the connection; a request its handler refuses as malformed is answered, and charged to
+the connection's budget: a peer that spends it is left unread for a while
+(:mod:`~rocketkube.common.remoting.faults`, which also keeps the log quiet about them).
+
 A request handler returns a response, ``None`` (no response), or an awaitable of
 either; awaitables are answered when they finish, so slow requests (long polling,
 a group-committed flush) never block the ones pipelined behind them. A
@@ -27,7 +34,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from rocketkube.common import errors
-from rocketkube.common.remoting import codes, frame
+from rocketkube.common.remoting import codes, faults, frame
 from rocketkube.common.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 from rocketkube.common.remoting.deferred import DeferredGroup, DeferredReply
 
@@ -47,6 +54,12 @@ it, then the broker idle until the peer had sent more: both sides sat at 60-80% 
 core. Writing every 128 requests keeps them busy at once: pipelined 100 B sends went
 from 72-105k to 107-126k msgs/s (``rocketkube bench broker``, window 512), for a few more
 ``write`` calls."""
+
+TURN_REQUESTS: typing.Final = 4 * ANSWER_EVERY
+"""Requests a connection is served in one turn of the event loop, at most; the rest of a
+received chunk waits for the next turn, after the other connections had theirs, with the
+connection unread meanwhile. A pipelining peer's chunk (over 300 small sends) is one turn;
+one made of tiny malformed requests (thousands) is several."""
 
 
 class _Held:
@@ -81,10 +94,14 @@ class Connection(asyncio.Protocol):
         *,
         idle_timeout: float | None = None,
         on_close: Callable[[Connection], None] | None = None,
+        fault_log: faults.FaultLog | None = None,
     ) -> None:
+        """``fault_log``: the account of malformed traffic this connection shares (a
+        server's, for all of its connections), else one of its own."""
         self._handler = handler
         self._idle_timeout = idle_timeout
         self._on_close = on_close
+        self._faults = faults.PeerFaults(fault_log or faults.FaultLog(), "?")
         self._decoder = frame.FrameDecoder()
         self._templated_frames = frame.compiled_templated_frames() or frame.templated_frames
         self._held_frames = frame.compiled_held_frames() or frame.held_frames
@@ -99,6 +116,13 @@ class Connection(asyncio.Protocol):
         # Answers made meanwhile join one outbox, written when the batch ends (a received
         # chunk served, a resolved group answered).
         self._batching = False
+        # Requests decoded but not served yet (their turn comes), and why the connection
+        # is not read: requests wait, or it is held (throttled) until a timer releases it.
+        self._waiting: list[RemotingCommand] = []
+        self._turn_due = False
+        self._held: asyncio.TimerHandle | None = None
+        self._unread: list[bytes] = []  # received while held, decoded at the release
+        self._paused = False
         self._last_io = 0.0
         self._idle_timer: asyncio.TimerHandle | None = None
         self._loop = asyncio.get_running_loop()
@@ -111,45 +135,123 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports do not subclass asyncio.Transport: no isinstance check here.
         self._transport = typing.cast(asyncio.Transport, transport)
-        self.remote_address = _format_address(transport.get_extra_info("peername"))
+        peer = transport.get_extra_info("peername")
+        self.remote_address = _format_address(peer)
         self.local_address = _format_address(transport.get_extra_info("sockname"))
+        self._faults.peer = self.remote_address
+        self._faults.host = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        wait = self._faults.admit()
+        if wait:
+            self._hold(wait)
         self._last_io = self._loop.time()
         if self._idle_timeout:
             self._idle_timer = self._loop.call_later(self._idle_timeout, self._check_idle)
 
     def data_received(self, data: bytes) -> None:
         self._last_io = self._loop.time()
+        if self._held is not None:  # uvloop reads once after a hold made on connecting
+            self._unread.append(data)
+            self._pause_reading()
+            return
         try:
             commands = self._decoder.feed(data)
         except errors.ProtocolError as exc:
-            log.warning("closing connection from %s: %s", self.remote_address, exc)
+            self._faults.malformed(faults.FRAME, str(exc))
             self.abort()
             return
+        requests = commands
+        if any(map(_IS_RESPONSE, map(_FLAG, commands))):  # looked at in C, not Python
+            requests = []
+            for cmd in commands:
+                if cmd.flag & FLAG_RESPONSE:
+                    self._complete(cmd)
+                else:
+                    requests.append(cmd)
+        if self._waiting or self._held is not None:
+            self._waiting += requests  # after those waiting for their turn
+        elif requests:
+            self._turn(requests)
+
+    def _turn(self, requests: list[RemotingCommand]) -> None:
+        """Serve up to :data:`TURN_REQUESTS` of ``requests`` now, their answers written
+        every :data:`ANSWER_EVERY`; the rest wait for the next turn of the loop, and so
+        does all of it once the connection is held."""
+        if len(requests) > TURN_REQUESTS:
+            self._waiting = requests[TURN_REQUESTS:] + self._waiting
+            requests = requests[:TURN_REQUESTS]
+            self._pause_reading()
+            self._next_turn_soon()
         self._batching = True
         try:
-            requests = commands
-            if any(map(_IS_RESPONSE, map(_FLAG, commands))):  # looked at in C, not Python
-                requests = []
-                for cmd in commands:
-                    if cmd.flag & FLAG_RESPONSE:
-                        self._complete(cmd)
-                    else:
-                        requests.append(cmd)
             if len(requests) == 1:
                 self._serve(requests[0])
             elif len(requests) <= ANSWER_EVERY:
                 self._serve_many(requests)
             else:
                 for start in range(0, len(requests), ANSWER_EVERY):
+                    if self._held is not None:  # held amid the turn: the rest waits
+                        self._waiting = requests[start:] + self._waiting
+                        break
                     self._serve_many(requests[start : start + ANSWER_EVERY])
                     self._flush()
         finally:
             self._batching = False
             self._flush()
 
+    def _next_turn_soon(self) -> None:
+        if not self._turn_due:
+            self._turn_due = True
+            self._loop.call_soon(self._next_turn)
+
+    def _next_turn(self) -> None:
+        """The turn of the requests waiting; reading again once none is left."""
+        self._turn_due = False
+        if self._held is not None or not self.is_open:
+            return  # the release (or nothing) comes next
+        waiting, self._waiting = self._waiting, []
+        if waiting:
+            self._turn(waiting)
+        if not self._waiting and self._held is None:
+            self._resume_reading()
+
+    def _hold(self, seconds: float) -> None:
+        """Neither read nor serve this connection for ``seconds`` (a throttled peer)."""
+        if self._held is None and self.is_open:
+            self._pause_reading()
+            self._held = self._loop.call_later(seconds, self._release)
+
+    def _release(self) -> None:
+        self._held = None
+        unread, self._unread = self._unread, []
+        if unread:
+            self.data_received(b"".join(unread))
+        if self._held is not None:
+            return  # held again by what was unread
+        if self._waiting:
+            self._next_turn_soon()
+        else:
+            self._resume_reading()
+
+    def _pause_reading(self) -> None:
+        if self.is_open:  # even when paused: uvloop does not keep a pause made on connecting
+            assert self._transport is not None
+            self._transport.pause_reading()
+            self._paused = True
+
+    def _resume_reading(self) -> None:
+        if self._paused and self.is_open:
+            assert self._transport is not None
+            self._transport.resume_reading()
+            self._paused = False
+
     def connection_lost(self, exc: Exception | None) -> None:
         if self._idle_timer is not None:
             self._idle_timer.cancel()
+        if self._held is not None:
+            self._held.cancel()
+        self._waiting = []
+        self._unread = []
+        self._faults.close()
         if self._expiry is not None:
             self._expiry.cancel()
         pending, self._pending = self._pending, {}
@@ -252,6 +354,27 @@ class Connection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.abort()
 
+    def fault(self, kind: str, detail: str, count: int = 1) -> None:
+        """The peer sent ``count`` malformed requests of ``kind`` (see
+        :mod:`~rocketkube.common.remoting.faults`), answered by the caller: counted, told
+        (rate-limited), and charged to this connection's budget."""
+        backoff = self._faults.malformed(kind, detail, count)
+        if backoff:
+            self._hold(backoff)
+
+    def failure(self, code: int, exc: BaseException, count: int = 1) -> RemotingCommand:
+        """The answer to ``count`` requests of ``code`` whose handler raised ``exc``:
+        SYSTEM_ERROR naming it. A malformed request (:func:`faults.kind_of`) is the peer's
+        fault (:meth:`fault`); anything else is our bug, its traceback logged."""
+        kind = faults.kind_of(exc)
+        if kind is None:
+            self._faults.bug(code, exc)
+        else:
+            self.fault(kind, f"request code {code}: {exc}", count)
+        if isinstance(exc, errors.HeaderError):
+            return _error(codes.ResponseCode.SYSTEM_ERROR, str(exc))
+        return _error(codes.ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
     # -- internals ---------------------------------------------------------------
 
     def _complete(self, response: RemotingCommand) -> None:
@@ -301,6 +424,7 @@ class Connection(asyncio.Protocol):
 
     def _serve(self, request: RemotingCommand) -> None:
         if self._handler is None:
+            self.fault(faults.CODE, f"request code {request.code} is not served here")
             self._reply(
                 request,
                 _error(
@@ -311,8 +435,8 @@ class Connection(asyncio.Protocol):
             return
         try:
             reply = self._handler.handle(self, request)
-        except Exception as exc:  # a processor bug answers this request only
-            self._reply(request, _failure(request, exc))
+        except Exception as exc:  # answers this request only
+            self._reply(request, self.failure(request.code, exc))
             return
         self._answer(request, reply)
 
@@ -328,9 +452,10 @@ class Connection(asyncio.Protocol):
             return
         try:
             replies = handle_many(self, requests)
-        except Exception as exc:  # a processor bug answers these requests only
+        except Exception as exc:  # answers these requests only
+            failure = self.failure(requests[0].code, exc, len(requests))
             for request in requests:
-                self._reply(request, _failure(request, exc))
+                self._reply(request, _error(failure.code, failure.remark or ""))
             return
         groups: dict[DeferredGroup, _Held] | None = None
         # The common answers of a run (stored sends) are written as _reply_to would.
@@ -390,7 +515,7 @@ class Connection(asyncio.Protocol):
         if done.cancelled():
             return
         exc = done.exception()
-        reply = _failure(request, exc) if exc is not None else done.result()
+        reply = self.failure(request.code, exc) if exc is not None else done.result()
         if self.is_open:
             self._reply(request, reply)
 
@@ -440,13 +565,6 @@ class Connection(asyncio.Protocol):
 
 def _error(code: int, remark: str) -> RemotingCommand:
     return RemotingCommand.response(code, remark)
-
-
-def _failure(request: RemotingCommand, exc: BaseException) -> RemotingCommand:
-    if isinstance(exc, errors.HeaderError):
-        return _error(codes.ResponseCode.SYSTEM_ERROR, str(exc))
-    log.error("request code %d failed", request.code, exc_info=exc)
-    return _error(codes.ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
 
 
 def _format_address(peer: object) -> str:

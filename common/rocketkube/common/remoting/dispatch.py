@@ -1,7 +1,10 @@
 """Request dispatch: a code -> processor table, instead of a big switch.
 
-Unknown codes get REQUEST_CODE_NOT_SUPPORTED with the Java remark, and every
-request (sync or awaited) is reported to an optional observer for metrics.
+Unknown codes get REQUEST_CODE_NOT_SUPPORTED with the Java remark (and count as the
+peer's fault, :mod:`~rocketkube.common.remoting.faults`), and every request (sync or
+awaited) is reported to an optional observer for metrics. A processor that raises answers
+its own request (or run) with SYSTEM_ERROR, never the others of the chunk
+(:meth:`Connection.failure <rocketkube.common.remoting.connection.Connection.failure>`).
 
 A processor may also serve a run of requests at once (:class:`BatchingProcessor`): the
 connection hands over all requests decoded from one received chunk (``handle_many``), and
@@ -21,7 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rocketkube.common import accelerators
-from rocketkube.common.remoting import codes
+from rocketkube.common.remoting import codes, faults
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
 from rocketkube.common.remoting.deferred import DeferredGroup, DeferredReply
@@ -78,6 +81,7 @@ class Dispatcher:
     def handle(self, conn: Connection, request: RemotingCommand) -> Reply:
         processor = self._processors.get(request.code)
         if processor is None:
+            conn.fault(faults.CODE, f"request code {request.code} is not supported")
             reply: Reply = not_supported(request.code)
         else:
             started = time.perf_counter()
@@ -101,8 +105,8 @@ class Dispatcher:
             # One run of one code (pipelined sends): no walk over the run in Python.
             try:
                 return list(self._handle_run(conn, requests, many))
-            except Exception as exc:  # a processor bug answers its own run only
-                return [_failed(exc) for _ in range(count)]
+            except Exception as exc:  # answers its own run only
+                return _failures(conn, codes[0], exc, count)
         replies: list[Reply] = []
         at = 0
         while at < count:
@@ -111,13 +115,13 @@ class Dispatcher:
             if many is not None:
                 while end < count and batched.get(codes[end]) == many:
                     end += 1
-            if many is None or end - at == 1:
-                replies.append(self.handle(conn, requests[at]))
-            else:
-                try:
+            try:
+                if many is None or end - at == 1:
+                    replies.append(self.handle(conn, requests[at]))
+                else:
                     replies += self._handle_run(conn, requests[at:end], many)
-                except Exception as exc:  # a processor bug answers its own run only
-                    replies += [_failed(exc) for _ in range(end - at)]
+            except Exception as exc:  # answers its own request or run only
+                replies += _failures(conn, codes[at], exc, end - at)
             at = end
         return replies
 
@@ -233,12 +237,11 @@ def compiled_tally_replies() -> TallyReplies | None:
     )
 
 
-def _failed(exc: Exception) -> asyncio.Future[RemotingCommand | None]:
-    """A reply failing with ``exc``: the connection answers it as it answers a processor
-    that raised (SYSTEM_ERROR naming the exception)."""
-    future: asyncio.Future[RemotingCommand | None] = asyncio.get_running_loop().create_future()
-    future.set_exception(exc)
-    return future
+def _failures(conn: Connection, code: int, exc: Exception, count: int) -> list[Reply]:
+    """The answers to ``count`` requests of ``code`` whose processor raised ``exc``, as the
+    connection answers a processor that raised (SYSTEM_ERROR naming the exception)."""
+    failure = conn.failure(code, exc, count)
+    return [RemotingCommand.response(failure.code, failure.remark) for _ in range(count)]
 
 
 def _observe_group(

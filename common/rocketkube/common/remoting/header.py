@@ -4,7 +4,8 @@ A header class declares its fields in snake_case; the wire name is the
 camelCase form unless the field's metadata names it (``wire("a")``). Fields
 without a default are required (Java's ``@CFNotNull``). Values travel as strings:
 ints as decimals, booleans as ``"true"``/``"false"`` and are parsed the way
-Java parses them (``Boolean.parseBoolean``: anything but "true" is false).
+Java parses them (``Boolean.parseBoolean``: anything but "true" is false; an
+integer must fit a Java ``long``, as ``Long.parseLong`` wants).
 
     @dataclass(frozen=True, slots=True)
     class GetRouteInfoRequestHeader(CommandHeader):
@@ -40,6 +41,14 @@ def _parse_bool(text: str) -> bool:
     return text.lower() == "true"
 
 
+def _parse_long(text: str) -> int:
+    """An integer within Java's ``long``; ValueError for any other text."""
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(f"{text} is out of range")
+    return value
+
+
 def _format(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -64,7 +73,7 @@ def _parser_for(annotation: Any) -> Callable[[str], Any]:
     if annotation is bool:
         return _parse_bool
     if annotation is int:
-        return int
+        return _parse_long
     if annotation is str:
         return str
     raise TypeError(f"unsupported header field type {annotation!r}")

@@ -1,4 +1,5 @@
-"""The asyncio remoting server: accepts connections and hands requests to a handler."""
+"""The asyncio remoting server: accepts connections and hands requests to a handler; its
+:attr:`~RemotingServer.faults` account for the malformed traffic of all its connections."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import logging
 from collections.abc import Callable
 
 from rocketkube.common.remoting.connection import Connection, RequestHandler
+from rocketkube.common.remoting.faults import FaultLog
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +28,10 @@ class RemotingServer:
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         on_connect: Callable[[Connection], None] | None = None,
         on_close: Callable[[Connection], None] | None = None,
+        faults: FaultLog | None = None,
     ) -> None:
         self._handler = handler
+        self.faults = faults or FaultLog()
         self._host = host
         self._port = port
         self._idle_timeout = idle_timeout
@@ -64,7 +68,9 @@ class RemotingServer:
 
 class _ServerConnection(Connection):
     def __init__(self, server: RemotingServer) -> None:
-        super().__init__(server._handler, idle_timeout=server._idle_timeout)
+        super().__init__(
+            server._handler, idle_timeout=server._idle_timeout, fault_log=server.faults
+        )
         self._owner = server
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
