@@ -33,6 +33,7 @@ from rocketkube.client.bench import flood, flooder, sdk
 from rocketkube.client.bench.stats import Report
 from rocketkube.common import errors, runtime
 from rocketkube.common.cli import Command
+from rocketkube.common.protocol import route
 from rocketkube.common.remoting import frame
 from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
@@ -631,10 +632,21 @@ async def local_broker(root: Path, namesrv: str, flush: str) -> AsyncIterator[tu
         client = RemotingClient(connect_timeout=1.0, timeout=2.0)
 
         async def serving() -> bool:
+            """Answering, and registered: the name server routes the auto-create template
+            to it, so a producer started now finds a route (not "no route to send to")."""
             reply = await client.invoke(
                 address, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
             )
-            return reply.code == ResponseCode.SUCCESS
+            if reply.code != ResponseCode.SUCCESS:
+                return False
+            routed = await client.invoke(
+                namesrv,
+                RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"}),
+            )
+            if routed.code != ResponseCode.SUCCESS:
+                return False
+            brokers = route.TopicRouteData.decode(routed.body).broker_datas
+            return any(address in b.broker_addrs.values() for b in brokers)
 
         try:
             await _wait_until(proc, log, f"broker ({flush})", serving)
