@@ -76,6 +76,7 @@ from rocketkube.common.protocol.send_headers import (
     parse_send_header,
 )
 from rocketkube.common.protocol.topic_config import TopicConfig
+from rocketkube.common.remoting import faults
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection
@@ -255,6 +256,7 @@ class SendProcessor:
         try:
             h = parse_send_header(req.ext_fields, v2=v2)
         except errors.HeaderError as exc:
+            conn.fault(faults.HEADER, str(exc))  # counted and throttled as any malformed one
             return self._fail(ResponseCode.SYSTEM_ERROR, str(exc))
         if self._is_slave:
             return self._fail(
