@@ -31,10 +31,15 @@ TOPIC = "PlainTopic"
 
 
 class _Peer(Connection):
-    """A connection that is never opened: the processor reads only its address."""
+    """A connection that is never opened: the processor reads its address, and reports
+    malformed sends to it (kept in ``faults``)."""
 
     def __init__(self) -> None:
         self.remote_address = "127.0.0.1:40000"
+        self.faults: list[str] = []
+
+    def fault(self, kind: str, detail: str, count: int = 1) -> None:
+        self.faults += [kind] * count
 
 
 def v2_fields(**changes: str | None) -> dict[str, str]:
