@@ -226,6 +226,9 @@ class GroupStatus(_Model):
     pods: list[PodStatus] = Field(default_factory=list)
     writable: bool = True
     """False once the group's write permission is revoked (scale-in)."""
+    provisioned: bool = False
+    """Its master has held every managed Topic and ConsumerGroup: from then on their own
+    handlers keep them there (and report drift); until then the cluster creates them."""
 
 
 _CONDITIONS: Final[JsonDict] = {
