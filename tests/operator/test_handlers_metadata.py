@@ -76,10 +76,7 @@ async def ready_cluster(
     kube.cluster.create_object(resource("BrokerCluster", name, **spec))
     cluster = kube.cluster
     for statefulset in (names.namesrv(name), names.broker_group(name, 0)):
-        await wait_until(
-            lambda s=statefulset: cluster.find_object("statefulsets", s) is not None,  # type: ignore[misc]
-            f"StatefulSet {statefulset}",
-        )
+        await found(kube, "statefulsets", statefulset)
         statefulset_pods(cluster, statefulset)
     await wait_until(
         lambda: condition(kube, "brokerclusters", name)[0] == "True", f"cluster {name} Ready"
@@ -87,12 +84,18 @@ async def ready_cluster(
     return broker
 
 
+async def found(kube: KubeApiServer, plural: str, name: str, present: bool = True) -> None:
+    """Wait until ``name`` exists (or, not ``present``, is gone)."""
+    what = f"{plural} {name} {'created' if present else 'gone'}"
+    await wait_until(lambda: (get(kube, plural, name) is not None) == present, what)
+
+
 async def delete_all(kube: KubeApiServer, name: str, *plurals: str) -> None:
     """Delete resources and wait until the operator released them."""
     for plural in plurals:
         kube.cluster.delete_object(plural, name)
     for plural in plurals:
-        await wait_until(lambda p=plural: get(kube, p, name) is None, f"{plural} {name} gone")  # type: ignore[misc]
+        await found(kube, plural, name, present=False)
 
 
 async def test_a_topic_is_created_grown_repaired_and_deleted(
