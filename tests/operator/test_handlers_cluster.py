@@ -119,9 +119,12 @@ async def test_the_example_renders_every_object_owned_by_the_cluster(
     assert status["nameServerAddress"] == names.namesrv_address("demo", "default", 2)
     assert status["readyGroups"] == "0/2"
     assert [group["brokerName"] for group in status["groups"]] == ["demo-broker-0", "demo-broker-1"]
-    assert ("Normal", "Applied") in {
-        event[:2] for event in events_of(cluster, "BrokerCluster", "demo")
-    }
+    await wait_until(
+        lambda: (
+            ("Normal", "Applied") in {e[:2] for e in events_of(cluster, "BrokerCluster", "demo")}
+        ),
+        "the Applied Event",
+    )
 
     shown = kubectl("get", "brokerclusters")
     assert shown.returncode == 0, shown.stderr
@@ -199,9 +202,12 @@ async def test_an_invalid_spec_is_reported_not_retried(
     status, reason, message = degraded() or ("", "", "")
     assert (status, reason) == ("True", "InvalidSpec")
     assert "'bad key' is not a property name" in message
-    warnings = [e for e in events_of(cluster, "BrokerCluster", "odd") if e[1] == "InvalidSpec"]
-    assert warnings
-    assert warnings[0][0] == "Warning"
+
+    def warnings() -> list[tuple[str, str, str]]:
+        return [e for e in events_of(cluster, "BrokerCluster", "odd") if e[1] == "InvalidSpec"]
+
+    await wait_until(warnings, "the InvalidSpec Event")  # posted by kopf in the background
+    assert warnings()[0][0] == "Warning"
     assert cluster.find_object("statefulsets", "odd-namesrv") is None
     assert (
         operator.sample(
