@@ -77,8 +77,10 @@ async def reconcile(ctx: Context, body: kopf.Body, patch: kopf.Patch, *, act: bo
     address = ctx.address_of(cluster.name, cluster.namespace, cluster.spec.name_servers.replicas)
     groups = cluster.spec.brokers.groups
     async with brokers.connect(address, cluster.name, groups, ctx.timing.admin_timeout) as admin:
-        readings = await _read(admin, cluster, found)
-        plans = _plans(cluster, body, desired, found, readings, wanted_topics, wanted_groups)
+        target = _target(cluster, body, desired)
+        rolling = any(target.in_scope(pod) and target.outdated(pod) for pod in found.pods)
+        readings = await _read(admin, cluster, found, rolling=rolling)
+        plans = _plans(cluster, body, target, found, readings, wanted_topics, wanted_groups)
         if act and not paused:
             try:
                 await cluster_steps.act(ctx, body, admin, plans, found)
@@ -132,8 +134,9 @@ def _model_of(model: type[M], obj: Obj, cluster: str) -> M | None:
 
 
 async def _read(
-    admin: brokers.Brokers, cluster: base.Cluster, found: workloads.Workloads
+    admin: brokers.Brokers, cluster: base.Cluster, found: workloads.Workloads, *, rolling: bool
 ) -> Readings:
+    """The admin API's readings; replication lag only while a roll needs it."""
     groups = cluster.spec.brokers.groups
     replicas = cluster.spec.brokers.replicas_per_group
     existing = sorted(found.objects | set(range(groups)))
@@ -142,17 +145,30 @@ async def _read(
     return Readings(
         inventories=await admin.inventories(range(groups)),
         replication={
-            group: await admin.replication_lag(group, replicas) for group in range(groups)
+            group: await admin.replication_lag(group, replicas)
+            for group in (range(groups) if rolling else ())
         },
         revoked=revoked,
         lag={group: await admin.lag_on(group) for group in retiring},
     )
 
 
+def _target(cluster: base.Cluster, body: kopf.Body, desired: Sequence[Obj]) -> roll.Target:
+    """What every broker pod should run: the rendered templates, the restart request."""
+    brokers_spec = cluster.spec.brokers
+    return roll.Target(
+        cluster=cluster.name,
+        template_hashes=cluster_steps.template_hashes(desired, cluster.name, brokers_spec.groups),
+        replicas=brokers_spec.replicas_per_group,
+        restart_requested=(body["metadata"].get("annotations") or {}).get(roll.RESTART_ANNOTATION),
+        restart_handled=(body.get("status") or {}).get("restartHandled"),
+    )
+
+
 def _plans(
     cluster: base.Cluster,
     body: kopf.Body,
-    desired: Sequence[Obj],
+    target: roll.Target,
     found: workloads.Workloads,
     readings: Readings,
     wanted_topics: Sequence[topics.DesiredTopic],
@@ -167,13 +183,6 @@ def _plans(
         wanted_topics,
         wanted_groups,
         readings.inventories,
-    )
-    target = roll.Target(
-        cluster=cluster.name,
-        template_hashes=cluster_steps.template_hashes(desired, cluster.name, brokers_spec.groups),
-        replicas=brokers_spec.replicas_per_group,
-        restart_requested=(body["metadata"].get("annotations") or {}).get(roll.RESTART_ANNOTATION),
-        restart_handled=status.get("restartHandled"),
     )
     states = found.group_states(readings.revoked, readings.lag)
     return cluster_steps.Plans(
