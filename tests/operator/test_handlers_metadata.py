@@ -184,6 +184,35 @@ async def test_an_unmanaged_topic_stays_on_the_brokers(
     await delete_all(kube, "um", "brokerclusters")
 
 
+async def test_broker_groups_the_cluster_lacks_are_reported(
+    kube: KubeApiServer,
+    operator: RunningOperator,
+    namesrv: NamesrvApp,
+    start_broker: StartBroker,
+) -> None:
+    broker = await ready_cluster(kube, operator, namesrv, start_broker, "bg")
+    assert broker.ctx is not None
+    kube.cluster.create_object(resource("Topic", "wide", cluster="bg", brokerGroups=[0, 3]))
+    await wait_until(
+        lambda: condition(kube, "topics", "wide", "Degraded")[:2] == ("True", "InvalidSpec"),
+        "Degraded: InvalidSpec",
+    )
+    assert (
+        "brokerGroups lists 3, past the cluster's groups"
+        in (condition(kube, "topics", "wide", "Degraded")[2])
+    )
+    await wait_until(lambda: condition(kube, "topics", "wide")[0] == "True", "Ready on group 0")
+    assert broker.ctx.topics.get("wide") is not None
+    await wait_until(
+        lambda: (
+            ("Warning", "InvalidSpec") in {e[:2] for e in events_of(kube.cluster, "Topic", "wide")}
+        ),
+        "the InvalidSpec Event",
+    )
+    await delete_all(kube, "wide", "topics")
+    await delete_all(kube, "bg", "brokerclusters")
+
+
 async def test_a_consumer_group_is_created_and_shows_its_lag(
     kube: KubeApiServer,
     operator: RunningOperator,
