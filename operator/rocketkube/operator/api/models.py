@@ -226,6 +226,9 @@ class GroupStatus(_Model):
     pods: list[PodStatus] = Field(default_factory=list)
     writable: bool = True
     """False once the group's write permission is revoked (scale-in)."""
+    provisioned: bool = False
+    """Its master has held every managed Topic and ConsumerGroup: from then on their own
+    handlers keep them there (and report drift); until then the cluster creates them."""
 
 
 _CONDITIONS: Final[JsonDict] = {
@@ -243,6 +246,9 @@ class BrokerClusterStatus(_Model):
     ready_groups: str | None = None
     """``ready/total`` broker groups, for ``kubectl get``."""
     groups: list[GroupStatus] = Field(default_factory=list)
+    restart_handled: str | None = None
+    """The value of the ``rocketkube.io/restart`` annotation the last finished roll
+    handled: a different value asks for a roll of every broker pod."""
 
 
 class TopicSpec(_Model):
@@ -332,6 +338,8 @@ class ConsumerGroupStatus(_Model):
     observed_generation: int | None = None
     conditions: list[Condition] = Field(default_factory=list, json_schema_extra=_CONDITIONS)
     group_name: str | None = None
+    brokers: list[str] = Field(default_factory=list)
+    """The masters (brokerNames) last seen holding the group as specified."""
     total_lag: int | None = None
     lag: list[TopicLag] = Field(default_factory=list)
     last_checked: str | None = None

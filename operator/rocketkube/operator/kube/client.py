@@ -45,15 +45,18 @@ class ApiError(Exception):
         return self.status == 409
 
 
-def _error(exc: ApiException) -> ApiError:
+def _error(code: int, reason: str, body: str) -> ApiError:
+    """The server's ``Status`` (or whatever it answered) as an :class:`ApiError`."""
     try:
-        status = json.loads(exc.body or "{}")
+        status = json.loads(body or "{}")
     except ValueError:
         status = {}
+    if not isinstance(status, dict):
+        status = {}
     return ApiError(
-        int(exc.status or 0),
-        str(status.get("reason") or exc.reason or ""),
-        str(status.get("message") or exc.body or ""),
+        code,
+        str(status.get("reason") or reason or ""),
+        str(status.get("message") or body or ""),
     )
 
 
@@ -85,7 +88,9 @@ class Kube:
                 _return_http_data_only=True,
             )
         except ApiException as exc:
-            raise _error(exc) from exc
+            raise _error(int(exc.status or 0), str(exc.reason or ""), str(exc.body or "")) from exc
+        if not 200 <= response.status <= 299:  # unread content: the client raises nothing
+            raise _error(response.status, str(response.reason or ""), await response.text())
         return await response.json()
 
     async def get(self, api_version: str, kind: str, namespace: str, name: str) -> Obj | None:

@@ -1,0 +1,249 @@
+"""What a cluster's brokers say, through the SDK's admin API only, as the plans' observed
+data (:mod:`rocketkube.operator.plans.observed`); and the writes the plans ask for.
+
+Where each reading comes from::
+
+    masters, slaves        GET_BROKER_CLUSTER_INFO: the brokers registered under the
+                           cluster's brokerClusterName, by brokerName (so by group)
+    Inventory              a master's GET_ALL_TOPIC_CONFIG and GET_ALL_SUBSCRIPTIONGROUP_CONFIG
+    replication lag        GET_BROKER_RUNTIME_INFO's commitLogMaxOffset of the master less
+                           its furthest slave's (unknown while a slave is not registered)
+    write permission       the name servers' route of the topic named after the brokerName
+                           (every broker serves one, ``brokerTopicEnable``): its queues lose
+                           the write bit when WIPE_WRITE_PERM_OF_BROKER revoked it
+    consumer lag           GET_CONSUME_STATS of every subscription group on the master,
+                           the queues of that broker only
+    routes                 GET_ROUTEINFO_BY_TOPIC: queue counts per brokerName
+
+A reading that fails gives None (unknown): the plans wait or report instead of guessing.
+Failures are kept in :attr:`Brokers.errors`, for the ``AdminUnreachable`` messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from typing import Final
+
+from rocketkube.client.admin import AdminClient
+from rocketkube.client.errors import MQClientError, TopicNotExistError
+from rocketkube.common.errors import RocketKubeError
+from rocketkube.common.protocol import permission
+from rocketkube.common.protocol.route import BrokerData, ClusterInfo
+from rocketkube.operator.api import names
+from rocketkube.operator.plans import consumer_groups, observed, topics
+
+__all__ = ["ADMIN_ERRORS", "Brokers", "connect"]
+
+ADMIN_ERRORS: Final = (RocketKubeError, OSError, asyncio.TimeoutError)
+"""What an admin call raises when a name server or broker cannot do what was asked."""
+
+MASTER_ID: Final = 0
+
+
+@asynccontextmanager
+async def connect(
+    address: str, cluster: str, groups: int, timeout: float
+) -> AsyncIterator[Brokers]:
+    """An admin client on ``address`` for one pass over ``cluster``, closed after it."""
+    async with AdminClient(address, timeout=timeout) as admin:
+        yield Brokers(admin, cluster, groups)
+
+
+class Brokers:
+    """One pass's view of a cluster's brokers; groups ``0..groups-1`` are looked up."""
+
+    def __init__(self, admin: AdminClient, cluster: str, groups: int) -> None:
+        self.admin = admin
+        self.cluster = cluster
+        self.groups = groups
+        self.errors: list[str] = []
+        self._info: ClusterInfo | None = None
+        self._info_read = False
+
+    def _failed(self, what: str, exc: BaseException) -> None:
+        self.errors.append(f"{what}: {exc or type(exc).__name__}")
+
+    async def _cluster_info(self) -> ClusterInfo | None:
+        if not self._info_read:
+            self._info_read = True
+            try:
+                self._info = await self.admin.cluster_info()
+            except ADMIN_ERRORS as exc:
+                self._failed("the name servers did not answer", exc)
+        return self._info
+
+    async def group(self, group: int) -> BrokerData | None:
+        """The brokers registered as broker group ``group``, or None."""
+        info = await self._cluster_info()
+        if info is None:
+            return None
+        name = names.broker_name(self.cluster, group)
+        if name not in info.cluster_addr_table.get(names.broker_cluster_name(self.cluster), ()):
+            return None
+        return info.broker_addr_table.get(name)
+
+    async def master(self, group: int) -> str | None:
+        data = await self.group(group)
+        return None if data is None else data.master_addr
+
+    # -- readings -----------------------------------------------------------------------
+
+    async def inventory(self, group: int) -> observed.Inventory | None:
+        """What group ``group``'s master holds, or None when it did not answer."""
+        address = await self.master(group)
+        if address is None:
+            if self._info is not None:
+                self.errors.append(f"{names.broker_name(self.cluster, group)} is not registered")
+            return None
+        try:
+            topic_table = await self.admin.topic_configs(address)
+            group_table = await self.admin.subscription_groups(address)
+        except ADMIN_ERRORS as exc:
+            self._failed(f"{names.broker_name(self.cluster, group)} did not answer", exc)
+            return None
+        return observed.Inventory(
+            topics={
+                name: observed.TopicState(c.read_queue_nums, c.write_queue_nums, c.perm, c.order)
+                for name, c in topic_table.items()
+            },
+            consumer_groups={
+                name: observed.GroupSettings(
+                    retry_max_times=c.retry_max_times,
+                    consume_broadcast_enable=c.consume_broadcast_enable,
+                    consume_from_min_enable=c.consume_from_min_enable,
+                    retry_queue_nums=c.retry_queue_nums,
+                    which_broker_when_consume_slowly=c.which_broker_when_consume_slowly,
+                )
+                for name, c in group_table.items()
+            },
+        )
+
+    async def inventories(self, groups: Iterable[int]) -> dict[int, observed.Inventory | None]:
+        return {group: await self.inventory(group) for group in groups}
+
+    async def replication_lag(self, group: int, replicas: int) -> int | None:
+        """Bytes the furthest slave of ``group`` is behind its master (None: unknown)."""
+        data = await self.group(group)
+        if data is None or len(data.broker_addrs) < replicas or MASTER_ID not in data.broker_addrs:
+            return None
+        try:
+            offsets = {
+                broker_id: int(
+                    (await self.admin.broker_runtime_info(address))["commitLogMaxOffset"]
+                )
+                for broker_id, address in data.broker_addrs.items()
+            }
+        except (*ADMIN_ERRORS, KeyError, ValueError) as exc:
+            self._failed(f"{data.broker_name} runtime info", exc)
+            return None
+        master = offsets.pop(MASTER_ID)
+        return max((master - offset for offset in offsets.values()), default=0)
+
+    async def write_revoked(self, group: int) -> bool | None:
+        """Whether the name servers route group ``group`` read-only (None: unknown)."""
+        broker = names.broker_name(self.cluster, group)
+        try:
+            route = await self.admin.topic_route(broker)
+        except TopicNotExistError:
+            return None
+        except ADMIN_ERRORS as exc:
+            self._failed("the name servers did not answer", exc)
+            return None
+        perms = [queue.perm for queue in route.queue_datas if queue.broker_name == broker]
+        if not perms:
+            return None
+        return not any(perm & permission.PERM_WRITE for perm in perms)
+
+    async def lag_on(self, group: int) -> list[observed.Lag] | None:
+        """Every consumer group's unconsumed messages on group ``group`` (None: unknown)."""
+        address = await self.master(group)
+        if address is None:
+            return None
+        broker = names.broker_name(self.cluster, group)
+        try:
+            subscriptions = await self.admin.subscription_groups(address)
+            found: list[observed.Lag] = []
+            for consumer_group in sorted(subscriptions):
+                stats = await self.admin.consume_stats(consumer_group)
+                per_topic = _lag_by_topic(
+                    (queue.topic, wrapper.broker_offset - wrapper.consumer_offset)
+                    for queue, wrapper in stats.offset_table.items()
+                    if queue.broker_name == broker
+                )
+                found += [observed.Lag(consumer_group, t, n) for t, n in per_topic.items()]
+        except ADMIN_ERRORS as exc:
+            self._failed(f"{broker} consume stats", exc)
+            return None
+        return found
+
+    async def consumer_lag(self, consumer_group: str) -> dict[str, int] | None:
+        """``consumer_group``'s unconsumed messages per topic on this cluster's brokers."""
+        brokers = {names.broker_name(self.cluster, group) for group in range(self.groups)}
+        try:
+            stats = await self.admin.consume_stats(consumer_group)
+        except ADMIN_ERRORS as exc:
+            self._failed(f"consume stats of {consumer_group}", exc)
+            return None
+        return _lag_by_topic(
+            (queue.topic, wrapper.broker_offset - wrapper.consumer_offset)
+            for queue, wrapper in stats.offset_table.items()
+            if queue.broker_name in brokers
+        )
+
+    async def routes(self, topic: str) -> dict[str, topics.Queues] | None:
+        """The queue counts the name servers route ``topic`` with, per brokerName."""
+        try:
+            route = await self.admin.topic_route(topic)
+        except TopicNotExistError:
+            return {}
+        except ADMIN_ERRORS as exc:
+            self._failed("the name servers did not answer", exc)
+            return None
+        return {
+            queue.broker_name: topics.Queues(queue.read_queue_nums, queue.write_queue_nums)
+            for queue in route.queue_datas
+        }
+
+    # -- writes (errors propagate: the caller reports them) -----------------------------
+
+    async def put_topic(self, step: topics.TopicAction) -> None:
+        address = await self._master_or_raise(step.group)
+        state = step.state
+        await self.admin.create_topic(
+            step.topic,
+            broker_addr=address,
+            read_queue_nums=state.read_queues,
+            write_queue_nums=state.write_queues,
+            perm=state.perm,
+            order=state.order,
+        )
+
+    async def put_consumer_group(self, step: consumer_groups.GroupAction) -> None:
+        address = await self._master_or_raise(step.group)
+        settings = step.settings
+        await self.admin.create_subscription_group(
+            step.consumer_group,
+            broker_addr=address,
+            retry_max_times=settings.retry_max_times,
+            consume_broadcast_enable=settings.consume_broadcast_enable,
+            consume_from_min_enable=settings.consume_from_min_enable,
+            retry_queue_nums=settings.retry_queue_nums,
+            which_broker_when_consume_slowly=settings.which_broker_when_consume_slowly,
+        )
+
+    async def _master_or_raise(self, group: int) -> str:
+        address = await self.master(group)
+        if address is None:
+            raise MQClientError(
+                f"{names.broker_name(self.cluster, group)} has no master registered"
+            )
+        return address
+
+
+def _lag_by_topic(pairs: Iterable[tuple[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for topic, lag in pairs:
+        out[topic] = out.get(topic, 0) + max(0, lag)
+    return dict(sorted(out.items()))

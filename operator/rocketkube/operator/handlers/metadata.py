@@ -1,0 +1,121 @@
+"""What Topic and ConsumerGroup handlers share: their BrokerCluster (missing, not ready,
+ready), reporting while they wait for it, and the end of a pass (Ready, or a retry).
+
+A Topic or ConsumerGroup waits while its cluster is missing or not Ready: the condition
+says which, and the change handler asks kopf to call again later
+(``kopf.TemporaryError``); the timer only reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import kopf
+
+from rocketkube.operator.api import models
+from rocketkube.operator.api.conditions import ConditionType
+from rocketkube.operator.handlers import brokers, resources
+from rocketkube.operator.handlers.context import Context
+from rocketkube.operator.kube.client import Obj
+from rocketkube.operator.plans import report
+from rocketkube.operator.plans.metadata_status import ClusterState
+
+__all__ = ["ClusterRef", "carry_out", "find_cluster", "finish"]
+
+CLUSTER: tuple[str, str] = (f"{models.GROUP}/{models.VERSION}", "BrokerCluster")
+
+
+class Action(Protocol):
+    """A topic's or a consumer group's create or update on one broker group."""
+
+    @property
+    def group(self) -> int: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def message(self) -> str: ...
+
+
+A = TypeVar("A", bound=Action)
+
+
+@dataclass(frozen=True)
+class ClusterRef:
+    """A Topic's or ConsumerGroup's BrokerCluster, as found this pass."""
+
+    name: str
+    namespace: str
+    state: ClusterState
+    model: models.BrokerCluster | None = None
+
+    @property
+    def groups(self) -> int:
+        return 0 if self.model is None else self.model.spec.brokers.groups
+
+    def address(self, ctx: Context) -> str:
+        assert self.model is not None
+        replicas = self.model.spec.name_servers.replicas
+        return ctx.address_of(self.name, self.namespace, replicas)
+
+
+async def find_cluster(ctx: Context, namespace: str, name: str) -> ClusterRef:
+    obj = await ctx.kube.get(*CLUSTER, namespace, name)
+    if obj is None or obj["metadata"].get("deletionTimestamp"):
+        return ClusterRef(name, namespace, ClusterState.MISSING)
+    model = resources.parse(models.BrokerCluster, obj)
+    state = ClusterState.READY if _ready(obj) else ClusterState.NOT_READY
+    return ClusterRef(name, namespace, state, model)
+
+
+def _ready(obj: Obj) -> bool:
+    for condition in (obj.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == ConditionType.READY:
+            return bool(condition.get("status") == "True")
+    return False
+
+
+def finish(
+    ctx: Context,
+    body: kopf.Body,
+    patch: kopf.Patch,
+    values: Sequence[report.ConditionValue],
+    *,
+    retry: bool,
+    status: dict[str, Any],
+) -> None:
+    """Write the status; with ``retry`` (a change handler), ask kopf to call again unless
+    the resource is Ready, unmanaged, or only waits on a spec the user must fix."""
+    patch.status["conditions"] = resources.report_conditions(body, values, now=ctx.now())
+    for key, value in status.items():
+        patch.status[key] = value
+    ready = next(value for value in values if value.type is ConditionType.READY)
+    if not retry or ready.status is not False:
+        return
+    delay = ctx.timing.retry_delay
+    raise kopf.TemporaryError(ready.message or str(ready.reason), delay=delay)
+
+
+async def carry_out(
+    body: kopf.Body,
+    admin: brokers.Brokers,
+    actions: Sequence[A],
+    put: Callable[[A], Awaitable[None]],
+) -> set[int]:
+    """``put`` each action, an Event each; the broker groups whose master refused (kept in
+    ``admin.errors`` too)."""
+    failed: set[int] = set()
+    for action in actions:
+        try:
+            await put(action)
+        except brokers.ADMIN_ERRORS as exc:
+            failed.add(action.group)
+            message = f"{action.message}: {exc}"
+            admin.errors.append(message)
+            resources.event(body, "ActionFailed", message, resources.WARNING)
+        else:
+            resources.event(body, f"{str(action.kind).capitalize()}d", action.message)
+    return failed

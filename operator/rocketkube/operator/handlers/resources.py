@@ -1,0 +1,92 @@
+"""Reading the operator's resources as kopf hands them over, and writing back what the
+handlers found: the models, their status conditions, Events.
+
+A body that the CRD's schema let through but the models refuse is a
+:class:`~rocketkube.operator.specs.base.InvalidSpec`, as one the specs cannot render.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
+import kopf
+import pydantic
+
+from rocketkube.operator.api import models
+from rocketkube.operator.api.conditions import ConditionType, Reason
+from rocketkube.operator.plans import report
+from rocketkube.operator.specs import base
+
+__all__ = [
+    "WARNING",
+    "conditions_of",
+    "dumped",
+    "event",
+    "parse",
+    "report_conditions",
+    "report_invalid",
+]
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=pydantic.BaseModel)
+WARNING = "Warning"
+
+
+def parse(model: type[M], body: Mapping[str, Any]) -> M:
+    """The resource as its model (status left out: kopf and older versions write there)."""
+    raw = {key: body[key] for key in ("apiVersion", "kind", "metadata", "spec") if key in body}
+    try:
+        return model.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+            for error in exc.errors()
+        )
+        raise base.InvalidSpec(problems) from None
+
+
+def conditions_of(body: Mapping[str, Any]) -> list[models.Condition]:
+    """The conditions in the resource's status (any that do not parse are dropped)."""
+    found: list[models.Condition] = []
+    for raw in (body.get("status") or {}).get("conditions") or ():
+        try:
+            found.append(models.Condition.model_validate(raw))
+        except pydantic.ValidationError:
+            log.warning("dropping a condition that does not parse: %r", raw)
+    return found
+
+
+def report_conditions(
+    body: Mapping[str, Any],
+    values: Iterable[report.ConditionValue],
+    *,
+    now: str,
+) -> list[dict[str, Any]]:
+    """The resource's conditions with ``values`` set, as the status takes them."""
+    generation = (body.get("metadata") or {}).get("generation")
+    merged = report.apply(conditions_of(body), values, now=now, generation=generation)
+    return [dumped(condition) for condition in merged]
+
+
+def dumped(model: pydantic.BaseModel) -> Any:
+    """A model as JSON for the API: camelCase, unset optionals left out."""
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def event(body: kopf.Body, reason: str, message: str, type_: str = "Normal") -> None:
+    """A Kubernetes Event on the resource (posted by kopf in the background)."""
+    kopf.event(body, type=type_, reason=reason, message=message)
+
+
+def report_invalid(
+    body: kopf.Body, patch: kopf.Patch, problem: str, *, now: str, announce: bool
+) -> None:
+    """The spec cannot be reconciled: Degraded with the reason (and, when ``announce``, a
+    warning Event: once per change, not once per timer tick)."""
+    value = report.ConditionValue(ConditionType.DEGRADED, True, Reason.INVALID_SPEC, problem)
+    patch.status["conditions"] = report_conditions(body, [value], now=now)
+    if announce:
+        event(body, str(Reason.INVALID_SPEC), problem, WARNING)

@@ -1,0 +1,245 @@
+"""The BrokerCluster handlers, the real operator under kopf against the emulated API server
+driven by the real kubectl: the example applied renders every object, owned by the
+cluster; status and printer columns; spec changes and scaling reach the StatefulSets;
+bad specs are refused by the schema or reported; a paused cluster is left alone.
+
+No brokers run here (nothing plays kubelet): the clusters' pods never exist, so they
+stay not Ready, and their admin API is unreachable.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kube_api import KubeApiServer, running_kube_api
+from operator_harness import Kubectl, RunningOperator, conditions, events_of, running_operator
+from waiting import wait_until
+
+from rocketkube.operator.api import names
+
+pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="no kubectl")
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "kubernetes" / "cluster.yaml"
+GROUP_OBJECTS = ("statefulsets", "services", "configmaps", "poddisruptionbudgets")
+
+
+@pytest.fixture(scope="module")
+def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeApiServer]:
+    with running_kube_api(tmp_path_factory.mktemp("kube") / "kubeconfig") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def operator(kube: KubeApiServer) -> Iterator[RunningOperator]:
+    with running_operator(kube) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def kubectl(kube: KubeApiServer, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
+    return Kubectl(kube, tmp_path_factory.mktemp("kubectl"))
+
+
+def cluster_yaml(name: str, **spec: Any) -> str:
+    body = {
+        "apiVersion": "rocketkube.io/v1alpha1",
+        "kind": "BrokerCluster",
+        "metadata": {"name": name},
+        "spec": {"nameServers": {"replicas": 1}, "brokers": {"groups": 1}, **spec},
+    }
+    return yaml.safe_dump(body)
+
+
+def apply(kubectl: Kubectl, manifest: str) -> None:
+    done = kubectl("apply", "-f", "-", stdin=manifest)
+    assert done.returncode == 0, done.stderr
+
+
+async def delete(kube: KubeApiServer, kubectl: Kubectl, name: str) -> None:
+    """Delete the cluster; its objects go with it (owner references)."""
+    assert kubectl("delete", "brokercluster", name).returncode == 0
+    cluster = kube.cluster
+    await wait_until(
+        lambda: all(
+            cluster.find_object(kind, names.namesrv(name)) is None for kind in GROUP_OBJECTS
+        ),
+        f"{name}'s objects gone with it",
+    )
+
+
+def status_of(kube: KubeApiServer, name: str) -> dict[str, Any]:
+    found = kube.cluster.find_object("brokerclusters", name)
+    return dict((found or {}).get("status") or {})
+
+
+def reconciled(kube: KubeApiServer, name: str) -> bool:
+    """The status reflects the cluster's current generation."""
+    found = kube.cluster.find_object("brokerclusters", name) or {}
+    status = found.get("status") or {}
+    return bool(status.get("observedGeneration") == found["metadata"]["generation"])
+
+
+def template_hash(kube: KubeApiServer, statefulset: str) -> str:
+    obj = kube.cluster.get_object("statefulsets", statefulset)
+    return str(obj["spec"]["template"]["metadata"]["annotations"][names.TEMPLATE_HASH_ANNOTATION])
+
+
+async def test_the_example_renders_every_object_owned_by_the_cluster(
+    kube: KubeApiServer, operator: RunningOperator, kubectl: Kubectl
+) -> None:
+    apply(kubectl, EXAMPLE.read_text())
+    cluster = kube.cluster
+    wanted = [(kind, names.namesrv("demo")) for kind in GROUP_OBJECTS] + [
+        (kind, names.broker_group("demo", group)) for kind in GROUP_OBJECTS for group in (0, 1)
+    ]
+    await wait_until(
+        lambda: all(cluster.find_object(kind, name) for kind, name in wanted),
+        "the example's StatefulSets, Services, ConfigMaps and PDBs",
+    )
+    uid = cluster.get_object("brokerclusters", "demo")["metadata"]["uid"]
+    for kind, name in wanted:
+        owners = cluster.get_object(kind, name)["metadata"]["ownerReferences"]
+        assert [(o["kind"], o["name"], o["uid"], o["controller"]) for o in owners] == [
+            ("BrokerCluster", "demo", uid, True)
+        ], (kind, name)
+
+    await wait_until(lambda: reconciled(kube, "demo"), "observedGeneration")
+    status = status_of(kube, "demo")
+    found = conditions(cluster.get_object("brokerclusters", "demo"))
+    assert set(found) == {"Ready", "Progressing", "Degraded", "ScaleDownBlocked"}
+    assert found["Ready"][:2] == ("False", "PodsNotReady")
+    assert "0/2 broker groups ready" in found["Ready"][2]
+    assert found["Progressing"][:2] == ("True", "Creating")
+    assert found["Degraded"][:2] == ("False", "Healthy")
+    assert status["nameServerAddress"] == names.namesrv_address("demo", "default", 2)
+    assert status["readyGroups"] == "0/2"
+    assert [group["brokerName"] for group in status["groups"]] == ["demo-broker-0", "demo-broker-1"]
+    await wait_until(
+        lambda: (
+            ("Normal", "Applied") in {e[:2] for e in events_of(cluster, "BrokerCluster", "demo")}
+        ),
+        "the Applied Event",
+    )
+
+    shown = kubectl("get", "brokerclusters")
+    assert shown.returncode == 0, shown.stderr
+    header, row = shown.stdout.splitlines()[:2]
+    assert header.split() == ["NAME", "GROUPS", "REPLICAS", "READY", "GROUPS", "READY", "AGE"]
+    assert row.split()[:5] == ["demo", "2", "2", "0/2", "False"]
+    wide = kubectl("get", "rkc", "demo", "-o", "wide")
+    assert "rocketkube/rocketkube:0.1.0" in wide.stdout
+    await delete(kube, kubectl, "demo")
+
+
+async def test_a_spec_change_updates_the_statefulsets(
+    kube: KubeApiServer, operator: RunningOperator, kubectl: Kubectl
+) -> None:
+    apply(kubectl, cluster_yaml("edited"))
+    await wait_until(lambda: reconciled(kube, "edited"), "the cluster reconciled")
+    before = template_hash(kube, "edited-broker-0")
+
+    apply(kubectl, cluster_yaml("edited", image="rocketkube/rocketkube:0.2.0"))
+    await wait_until(
+        lambda: template_hash(kube, "edited-broker-0") != before, "the broker template rehashed"
+    )
+    statefulset = kube.cluster.get_object("statefulsets", "edited-broker-0")
+    assert statefulset["spec"]["template"]["spec"]["containers"][0]["image"] == (
+        "rocketkube/rocketkube:0.2.0"
+    )
+    await wait_until(lambda: reconciled(kube, "edited"), "the new generation reconciled")
+    assert status_of(kube, "edited")["image"] == "rocketkube/rocketkube:0.2.0"
+    await delete(kube, kubectl, "edited")
+
+
+async def test_scaling_out_creates_the_new_groups_objects(
+    kube: KubeApiServer, operator: RunningOperator, kubectl: Kubectl
+) -> None:
+    apply(kubectl, cluster_yaml("grown", brokers={"groups": 2}))
+    await wait_until(lambda: reconciled(kube, "grown"), "the cluster reconciled")
+    assert kube.cluster.find_object("statefulsets", "grown-broker-2") is None
+
+    apply(kubectl, cluster_yaml("grown", brokers={"groups": 3}))
+    cluster = kube.cluster
+    await wait_until(
+        lambda: all(cluster.find_object(kind, "grown-broker-2") for kind in GROUP_OBJECTS),
+        "the third group's objects",
+    )
+    await wait_until(lambda: reconciled(kube, "grown"), "the new generation reconciled")
+    assert status_of(kube, "grown")["readyGroups"] == "0/3"
+    await delete(kube, kubectl, "grown")
+
+
+def test_a_spec_the_schema_refuses_never_reaches_the_operator(
+    kube: KubeApiServer, operator: RunningOperator, kubectl: Kubectl
+) -> None:
+    refused = kubectl("apply", "-f", "-", stdin=cluster_yaml("bad", brokers={"groups": 0}))
+    assert refused.returncode != 0
+    assert "spec.brokers.groups" in refused.stderr
+    derived = kubectl(
+        "apply", "-f", "-",
+        stdin=cluster_yaml("bad", brokers={"properties": {"brokerName": "mine"}}),
+    )  # fmt: skip
+    assert derived.returncode != 0
+    assert "cannot set what the operator derives" in derived.stderr
+    assert kube.cluster.find_object("brokerclusters", "bad") is None
+
+
+async def test_an_invalid_spec_is_reported_not_retried(
+    kube: KubeApiServer, operator: RunningOperator, kubectl: Kubectl
+) -> None:
+    apply(kubectl, cluster_yaml("odd", brokers={"properties": {"bad key": "1"}}))
+    cluster = kube.cluster
+
+    def degraded() -> tuple[str, str, str] | None:
+        return conditions(cluster.find_object("brokerclusters", "odd")).get("Degraded")
+
+    await wait_until(lambda: degraded() is not None, "the Degraded condition")
+    status, reason, message = degraded() or ("", "", "")
+    assert (status, reason) == ("True", "InvalidSpec")
+    assert "'bad key' is not a property name" in message
+
+    def warnings() -> list[tuple[str, str, str]]:
+        return [e for e in events_of(cluster, "BrokerCluster", "odd") if e[1] == "InvalidSpec"]
+
+    await wait_until(warnings, "the InvalidSpec Event")  # posted by kopf in the background
+    assert warnings()[0][0] == "Warning"
+    assert cluster.find_object("statefulsets", "odd-namesrv") is None
+    assert (
+        operator.sample(
+            "rocketkube_operator_reconciles_total", kind="BrokerCluster", result="invalid"
+        )
+        >= 1
+    )
+
+    apply(kubectl, cluster_yaml("odd", brokers={"properties": {"good.key": "1"}}))
+    await wait_until(lambda: reconciled(kube, "odd"), "the fixed spec reconciled")
+    assert (degraded() or ("",))[0] == "False"
+    assert cluster.find_object("statefulsets", "odd-namesrv") is not None
+    await delete(kube, kubectl, "odd")
+
+
+async def test_a_paused_cluster_is_reported_and_left_alone(
+    kube: KubeApiServer, operator: RunningOperator, kubectl: Kubectl
+) -> None:
+    apply(kubectl, cluster_yaml("held", paused=True))
+    cluster = kube.cluster
+
+    def progressing() -> tuple[str, str, str] | None:
+        return conditions(cluster.find_object("brokerclusters", "held")).get("Progressing")
+
+    await wait_until(lambda: progressing() is not None, "the Progressing condition")
+    assert (progressing() or ("",))[:2] == ("False", "Paused")
+    assert cluster.find_object("statefulsets", "held-namesrv") is None
+    assert operator.sample("rocketkube_operator_managed_objects", kind="BrokerCluster") >= 1
+
+    apply(kubectl, cluster_yaml("held", paused=False))
+    await wait_until(
+        lambda: cluster.find_object("statefulsets", "held-namesrv") is not None,
+        "the objects once unpaused",
+    )
+    await delete(kube, kubectl, "held")
