@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import ipaddress
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -273,3 +274,111 @@ def test_teardown_leaves_nothing_behind(tmp_path: Path) -> None:
                                        text=True, check=True).stdout  # fmt: skip
     assert subprocess.run(["ip", "link", "show", bridge], capture_output=True).returncode != 0
     assert not (NETNS_ETC / netns).exists()
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, RunningKubelet]]:
+    """The harness over an in-process cluster, for pods of plain commands."""
+    cluster = Cluster()
+    with kubelet_or_skip(cluster, tmp_path_factory.mktemp("plain")) as running:
+        yield cluster, running
+
+
+def bare_pod(name: str, container: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    container = {"name": "main", "image": "busybox", **container}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [container], "terminationGracePeriodSeconds": 1, **spec},
+    }
+
+
+def container_status(cluster: Cluster, name: str) -> dict[str, Any]:
+    statuses = (cluster.get_object("pods", name).get("status") or {}).get("containerStatuses")
+    return dict(statuses[0]) if statuses else {}
+
+
+async def test_volumes_and_the_downward_api_reach_a_plain_pod(
+    plain: tuple[Cluster, RunningKubelet],
+) -> None:
+    cluster, running = plain
+    config = {"greeting": "hello\n"}
+    cluster.create_object({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "cfg"}, "data": config})  # fmt: skip
+    cluster.create_object({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                           "metadata": {"name": "data-claim"},
+                           "spec": {"resources": {"requests": {"storage": "1Gi"}}}})  # fmt: skip
+    script = (
+        'cat /etc/cfg/greeting > /data/out; echo "$POD_NAME $POD_IP $(hostname)" >> /data/out;'
+        " touch /scratch/x; exec sleep 300"
+    )
+    env = [
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+    ]
+    mounts = [
+        {"name": "cfg", "mountPath": "/etc/cfg", "readOnly": True},
+        {"name": "scratch", "mountPath": "/scratch"},
+        {"name": "data", "mountPath": "/data"},
+    ]
+    volumes = [
+        {"name": "cfg", "configMap": {"name": "cfg"}},
+        {"name": "scratch", "emptyDir": {}},
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data-claim"}},
+    ]
+    cluster.create_object(bare_pod("files", {"command": ["sh", "-c", script], "env": env,
+                                             "volumeMounts": mounts}, volumes=volumes))  # fmt: skip
+    out = running.claim_dir("data-claim") / "out"
+    await wait_until(lambda: out.exists() and len(out.read_text().splitlines()) == 2, "out")
+    ip = cluster.get_object("pods", "files")["status"]["podIP"]
+    assert out.read_text().splitlines() == ["hello", f"files {ip} files"]
+    claim = cluster.get_object("persistentvolumeclaims", "data-claim")
+    assert claim["status"]["phase"] == "Bound"
+
+    cluster.delete_object("pods", "files")
+    await wait_until(lambda: cluster.find_object("pods", "files") is None, "the pod gone")
+    assert out.read_text().startswith("hello")  # the claim outlives its pod
+    cluster.delete_object("persistentvolumeclaims", "data-claim")
+    await wait_until(lambda: not out.parent.exists(), "the claim's directory removed")
+
+
+async def test_a_failing_liveness_probe_restarts_the_container(
+    plain: tuple[Cluster, RunningKubelet], tmp_path: Path
+) -> None:
+    """An HTTP server on files of the host's: healthy while ``alive`` is there."""
+    cluster, _ = plain
+    (tmp_path / "alive").write_text("yes", encoding="utf-8")
+    container = {
+        "command": [sys.executable, "-m", "http.server", "8080", "--directory", str(tmp_path)],
+        "ports": [{"name": "http", "containerPort": 8080}],
+        "readinessProbe": {"httpGet": {"path": "/", "port": "http"}},
+        "livenessProbe": {"httpGet": {"path": "/alive", "port": 8080}, "failureThreshold": 2},
+    }
+    cluster.create_object(bare_pod("lively", container))
+    await wait_until(lambda: ready(cluster, "lively", "default"), "Ready by its readiness probe")
+    assert container_status(cluster, "lively")["restartCount"] == 0
+    (tmp_path / "alive").unlink()
+    await wait_until(lambda: container_status(cluster, "lively")["restartCount"] == 1,
+                     "restarted by its liveness probe")  # fmt: skip
+    (tmp_path / "alive").write_text("yes", encoding="utf-8")
+    await wait_until(lambda: ready(cluster, "lively", "default"), "Ready again")
+    status = container_status(cluster, "lively")
+    assert status["lastState"]["terminated"]["exitCode"] in (143, 137)  # SIGTERM, or SIGKILL
+    assert status["restartCount"] == 1
+
+
+async def test_a_container_that_keeps_exiting_backs_off(
+    plain: tuple[Cluster, RunningKubelet],
+) -> None:
+    cluster, _ = plain
+    cluster.create_object(bare_pod("crasher", {"command": ["sh", "-c", "exit 3"]}))
+    await wait_until(
+        lambda: container_status(cluster, "crasher").get("state", {}).get("waiting", {})
+        .get("reason") == "CrashLoopBackOff",
+        "CrashLoopBackOff",
+    )  # fmt: skip
+    status = container_status(cluster, "crasher")
+    assert status["lastState"]["terminated"]["exitCode"] == 3
+    assert status["restartCount"] >= 1
+    assert not ready(cluster, "crasher", "default")
