@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import signal
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -382,3 +384,37 @@ async def test_a_container_that_keeps_exiting_backs_off(
     assert status["lastState"]["terminated"]["exitCode"] == 3
     assert status["restartCount"] >= 1
     assert not ready(cluster, "crasher", "default")
+
+
+def test_the_sandbox_runs_a_demo_cluster_until_interrupted(tmp_path: Path) -> None:
+    """``make sandbox SANDBOX_ARGS=--demo`` as a developer runs it, stopped by Ctrl-C."""
+    script = Path(__file__).parents[1] / "support" / "sandbox.py"
+    sandbox = subprocess.Popen(
+        [sys.executable, str(script), "--demo", "--replicas", "1", "--workdir", str(tmp_path),
+         "--probe-period-cap", "0.5"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    deadline = threading.Timer(60, sandbox.kill)  # a hung sandbox fails the test, not CI
+    deadline.start()
+    try:
+        assert sandbox.stdout is not None
+        lines = []
+        for line in sandbox.stdout:
+            lines.append(line)
+            if "cannot run pods here" in line:
+                pytest.skip(line.strip())
+            if f"default/{MASTER_POD}: Running  ready 1/1" in line:
+                break
+        assert f"export KUBECONFIG={tmp_path / 'kubeconfig'}\n" in lines, "".join(lines)
+        sandbox.send_signal(signal.SIGINT)
+        rest = sandbox.communicate()[0]
+    finally:
+        deadline.cancel()
+        if sandbox.poll() is None:
+            sandbox.kill()
+            sandbox.wait()
+    assert sandbox.returncode == 0, rest
+    assert "stopping every pod..." in rest
+    (bridge_line,) = [line for line in lines if " on bridge " in line]
+    bridge = bridge_line.split(" on bridge ")[1].split()[0]
+    assert subprocess.run(["ip", "link", "show", bridge], capture_output=True).returncode != 0
