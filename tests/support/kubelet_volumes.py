@@ -197,9 +197,12 @@ def create_mount_points(container_mounts: list[Mount]) -> list[Path]:
         target = Path(m.target)
         missing = [p for p in [*reversed(target.parents), target] if not os.path.lexists(p)]
         for path in missing:
-            if path == target and m.file:
-                path.touch()
-            else:
-                path.mkdir()
+            try:
+                if path == target and m.file:
+                    path.touch(exist_ok=False)
+                else:
+                    path.mkdir()
+            except FileExistsError:
+                continue  # another run made it at the same moment (and recorded it)
             created.append(path)
     return created
