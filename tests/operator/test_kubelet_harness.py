@@ -386,11 +386,14 @@ async def test_a_container_that_keeps_exiting_backs_off(
     assert not ready(cluster, "crasher", "default")
 
 
-def test_the_sandbox_runs_a_demo_cluster_until_interrupted(tmp_path: Path) -> None:
-    """``make sandbox SANDBOX_ARGS=--demo`` as a developer runs it, stopped by Ctrl-C."""
+@contextlib.contextmanager
+def sandbox_ready(workdir: Path) -> Iterator[tuple[subprocess.Popen[str], list[str], str]]:
+    """``make sandbox SANDBOX_ARGS=--demo`` as a developer runs it (one broker), once its
+    broker is Ready: the process, its output so far, and the bridge it made. Killed at the
+    end if still running (and after 60 s in any case)."""
     script = Path(__file__).parents[1] / "support" / "sandbox.py"
     sandbox = subprocess.Popen(
-        [sys.executable, str(script), "--demo", "--replicas", "1", "--workdir", str(tmp_path),
+        [sys.executable, str(script), "--demo", "--replicas", "1", "--workdir", str(workdir),
          "--probe-period-cap", "0.5"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
@@ -405,16 +408,58 @@ def test_the_sandbox_runs_a_demo_cluster_until_interrupted(tmp_path: Path) -> No
                 pytest.skip(line.strip())
             if f"default/{MASTER_POD}: Running  ready 1/1" in line:
                 break
-        assert f"export KUBECONFIG={tmp_path / 'kubeconfig'}\n" in lines, "".join(lines)
-        sandbox.send_signal(signal.SIGINT)
-        rest = sandbox.communicate()[0]
+        (bridge_line,) = [line for line in lines if " on bridge " in line]
+        yield sandbox, lines, bridge_line.split(" on bridge ")[1].split()[0]
     finally:
         deadline.cancel()
         if sandbox.poll() is None:
             sandbox.kill()
-            sandbox.wait()
-    assert sandbox.returncode == 0, rest
+        sandbox.communicate()
+
+
+def link_exists(name: str) -> bool:
+    return subprocess.run(["ip", "link", "show", name], capture_output=True).returncode == 0
+
+
+def test_the_sandbox_runs_a_demo_cluster_until_interrupted(tmp_path: Path) -> None:
+    with sandbox_ready(tmp_path) as (sandbox, lines, bridge):
+        assert f"export KUBECONFIG={tmp_path / 'kubeconfig'}\n" in lines, "".join(lines)
+        assert link_exists(bridge)
+        sandbox.send_signal(signal.SIGINT)
+        rest = sandbox.communicate(timeout=60)[0]
+        assert sandbox.returncode == 0, rest
     assert "stopping every pod..." in rest
-    (bridge_line,) = [line for line in lines if " on bridge " in line]
-    bridge = bridge_line.split(" on bridge ")[1].split()[0]
-    assert subprocess.run(["ip", "link", "show", bridge], capture_output=True).returncode != 0
+    assert not link_exists(bridge)
+
+
+def test_a_run_killed_before_its_teardown_is_swept_by_the_next(tmp_path: Path) -> None:
+    with sandbox_ready(tmp_path / "dead") as (sandbox, _, bridge):
+        sandbox.kill()
+        sandbox.wait()
+    prefix = bridge.removesuffix("br") + "-"
+    left = [n.split()[0] for n in netns_list() if n.startswith(prefix)]
+    assert left, "a killed run leaves its pods' namespaces"
+    pids = [int(p) for n in left for p in ip_out("netns", "pids", n).split()]
+    assert pids, "and their processes"
+    with kubelet_or_skip(Cluster(), tmp_path / "next"):
+        assert not [n for n in netns_list() if n.startswith(prefix)]
+        assert not link_exists(bridge)
+        assert not [p for p in pids if running_process(p)]
+        assert not [n for n in left if (NETNS_ETC / n).exists()]
+
+
+def running_process(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def ip_out(*args: str) -> str:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=True).stdout
+
+
+def netns_list() -> list[str]:
+    return ip_out("netns", "list").splitlines()

@@ -190,6 +190,17 @@ async def _quietly(*argv: str) -> None:
         await run(*argv)
 
 
+async def _until_empty(netns: str, seconds: float = 10.0) -> None:
+    """Wait (a bounded while) until no process is left in ``netns``."""
+    for _ in range(int(seconds / 0.05)):
+        try:
+            if not (await run("ip", "netns", "pids", netns)).split():
+                return
+        except CommandFailed:
+            return
+        await asyncio.sleep(0.05)
+
+
 async def sweep(run_id: str) -> None:
     """Remove what a dead run left: its pods' processes, namespaces, links, hosts files."""
     prefix = f"rk{run_id}"
@@ -204,6 +215,7 @@ async def sweep(run_id: str) -> None:
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), signal.SIGKILL)
+        await _until_empty(name)
         await _quietly("ip", "netns", "del", name)
         shutil.rmtree(NETNS_ETC / name, ignore_errors=True)
     links = json.loads(await run("ip", "-j", "link", "show"))
