@@ -16,6 +16,7 @@ import kubelet_volumes as volumes
 import pytest
 from kubelet_container import Backoff, exit_code
 from kubelet_host import POOL, choose_subnet
+from kubelet_pod import pod_status
 from kubelet_probes import ProbeSpec, Verdict
 
 NODE = "node-a"
@@ -304,3 +305,29 @@ def test_a_subnet_is_chosen_clear_of_those_taken() -> None:
     assert choose_subnet(taken, random.Random(1)) == ipaddress.IPv4Network("10.244.7.0/24")
     with pytest.raises(RuntimeError):
         choose_subnet([POOL])
+
+
+def test_pod_status_keeps_transition_times_while_conditions_hold() -> None:
+    ready = [{"name": "c", "ready": True}]
+
+    def status(previous: dict[str, Any], containers: list[dict[str, Any]], now: str) -> Any:
+        return pod_status(previous, phase="Running", host_ip="10.0.0.1", pod_ip="10.0.0.2",
+                          start_time="t0", containers=containers, now=now)  # fmt: skip
+
+    first = status({}, ready, "t1")
+    assert {c["type"]: (c["status"], c["lastTransitionTime"]) for c in first["conditions"]} == {
+        "PodScheduled": ("True", "t1"),
+        "Initialized": ("True", "t1"),
+        "ContainersReady": ("True", "t1"),
+        "Ready": ("True", "t1"),
+    }
+    later = status(first, [{"name": "c", "ready": False}], "t2")
+    assert {c["type"]: (c["status"], c["lastTransitionTime"]) for c in later["conditions"]} == {
+        "PodScheduled": ("True", "t1"),
+        "Initialized": ("True", "t1"),
+        "ContainersReady": ("False", "t2"),
+        "Ready": ("False", "t2"),
+    }
+    assert (later["podIP"], later["podIPs"], later["hostIP"]) == (
+        "10.0.0.2", [{"ip": "10.0.0.2"}], "10.0.0.1"
+    )  # fmt: skip

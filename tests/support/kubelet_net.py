@@ -167,10 +167,6 @@ class Network:
         if net.ip not in self._free:
             self._free.append(net.ip)
 
-    async def routes(self, net: PodNet) -> list[str]:
-        """The pod's routing table, one route a line (tests check it stays in the subnet)."""
-        return (await run("ip", "-n", net.netns, "-4", "route", "show")).splitlines()
-
 
 _NO_IPV6_INSIDE: Final = (
     "for c in all default eth0; do f=/proc/sys/net/ipv6/conf/$c/disable_ipv6; "

@@ -82,7 +82,7 @@ def pod_status(
     ready = phase == "Running" and bool(containers) and all(c["ready"] for c in containers)
     states = {
         "PodScheduled": True,
-        "Initialized": pod_ip is not None,
+        "Initialized": True,
         "ContainersReady": ready,
         "Ready": ready,
     }
@@ -99,7 +99,6 @@ def pod_status(
         "hostIP": host_ip,
         "hostIPs": [{"ip": host_ip}],
         "containerStatuses": containers,
-        "qosClass": "BestEffort",
     }
     if pod_ip is not None:
         out |= {"podIP": pod_ip, "podIPs": [{"ip": pod_ip}]}
