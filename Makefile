@@ -7,7 +7,7 @@ SOURCES := common namesrv broker client operator tests hatch_build.py
 NODE_DIR := tests/interop/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed-stamp
 
-.PHONY: install lint test pytest run clean crds
+.PHONY: install lint test pytest run clean crds sandbox
 
 # uv resolves and installs in seconds what pip takes minutes for; pip when uv cannot run.
 # The install compiles the C accelerators (hatch_build.py), so a changed .pyx reinstalls.
@@ -47,6 +47,12 @@ crds: install
 
 run: install
 	$(VENV)/bin/rocketkube local --data-dir .data
+
+# A Kubernetes on this machine (needs root): the emulated API server, the operator's CRDs and
+# a harness running pods as real processes in network namespaces; prints a KUBECONFIG for
+# kubectl. `make sandbox SANDBOX_ARGS=--demo` also runs a small BrokerCluster's pods.
+sandbox: install
+	$(PY) tests/support/sandbox.py $(SANDBOX_ARGS)
 
 clean:
 	rm -rf $(VENV) .data .mypy_cache .ruff_cache .pytest_cache

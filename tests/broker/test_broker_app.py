@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+import logging
+import socket
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import aiohttp
 import pytest
-from waiting import WAIT_SECONDS
+from waiting import WAIT_SECONDS, wait_until
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.broker.settings import BrokerSettings
@@ -21,6 +23,7 @@ from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.namesrv.app import NamesrvApp
+from rocketkube.namesrv.settings import NamesrvSettings
 
 
 @pytest.fixture
@@ -81,6 +84,35 @@ async def test_broker_registers_and_routes_auto_created_topic(
     assert r.code == ResponseCode.SUCCESS
     assert route.TopicRouteData.decode(r.body).queue_datas[0].write_queue_nums == 4
     await client.close()
+
+
+async def test_a_broker_up_before_its_name_server_registers_soon_after_it(
+    broker_settings: BrokerSettings,
+    namesrv_settings: NamesrvSettings,
+    clock: Callable[[], int],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A StatefulSet's pods all start at once: a broker may find no name server yet. It
+    tries again within seconds, not a registerNameServerPeriod (here ten minutes) later."""
+    caplog.set_level(logging.INFO, logger="rocketkube.broker.registration")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    settings = broker_settings.model_copy(
+        update={"namesrv_addr": f"127.0.0.1:{port}", "register_name_server_period": 600_000}
+    )
+    app = BrokerApp(settings)
+    await app.start()
+    namesrv = NamesrvApp(namesrv_settings.model_copy(update={"listen_port": port}), clock)
+    try:
+        await wait_until(lambda: "not reachable yet" in caplog.text, "a refused registration")
+        await namesrv.start()
+        registrar = app.registrar
+        assert registrar is not None
+        await wait_until(lambda: bool(registrar.registered), "registered with the name server")
+    finally:
+        await app.stop()
+        await namesrv.stop()
 
 
 async def test_send_then_long_poll_pull_end_to_end(broker: BrokerApp) -> None:

@@ -3,7 +3,10 @@
 shutdown. Name server addresses may be host names (Kubernetes Service DNS names).
 
 A slave learns its master's remoting and HA addresses from the answers; until it has
-them (its master may start later) it registers every ``MASTER_UNKNOWN_SECONDS``."""
+them (its master may start later) it registers every ``MASTER_UNKNOWN_SECONDS``, and so
+does any broker while a name server has not taken its registration yet: in Kubernetes a
+cluster's name servers and brokers start at once, and a broker is ready only once
+registered, so a broker that came up first would otherwise wait a whole period."""
 
 from __future__ import annotations
 
@@ -30,7 +33,8 @@ log = logging.getLogger(__name__)
 #: After a topic change, wait this long so a burst of changes registers once.
 CHANGE_DEBOUNCE_SECONDS = 0.2
 
-#: A slave that has not learnt its master's address registers again this often.
+#: A slave that has not learnt its master's address, or a broker some name server has not
+#: registered yet, registers again this often.
 MASTER_UNKNOWN_SECONDS = 2.0
 
 
@@ -162,8 +166,9 @@ class Registrar:
             except Exception:
                 log.exception("registration round failed")
             wait = period
-            if not self.settings.is_master and self.master_addr is None:
-                wait = min(period, MASTER_UNKNOWN_SECONDS)  # its master may register soon
+            unregistered = set(self.settings.namesrv_addrs) - self.registered
+            if unregistered or (not self.settings.is_master and self.master_addr is None):
+                wait = min(period, MASTER_UNKNOWN_SECONDS)  # they may come up soon
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), wait)
                 await asyncio.sleep(CHANGE_DEBOUNCE_SECONDS)
