@@ -5,13 +5,10 @@ SYNC_MASTER under load: its slave has every message the master acknowledged."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import socket
-import sys
-import time
 from pathlib import Path
 
+import broker_process
 import pytest
 
 from rocketkube.broker.store import MessageStore, StoreConfig
@@ -27,50 +24,17 @@ pytestmark = pytest.mark.slow
 TOPIC = "Crash"
 QUEUES = 4
 SEGMENT = 256 * 1024
-START_SECONDS = 180  # a loaded CI host took 45 s to start and stop a Python process
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def start_broker(
     store: Path, port: int, *settings: str, flush: str = "SYNC_FLUSH"
 ) -> asyncio.subprocess.Process:
-    """A broker process with ``--set`` ``settings``, once it answers."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "rocketkube.common", "broker",
-        "--port", str(port), "--http-port", "0", "--broker-ip", "127.0.0.1",
-        "--store", str(store), "--flush-disk-type", flush,
-        *(arg for setting in settings for arg in ("--set", setting)),
-        "--set", f"mappedFileSizeCommitLog={SEGMENT}",
-        "--set", "mappedFileSizeConsumeQueue=20000",
-        "--set", "maxHashSlotNum=1000", "--set", "maxIndexNum=20000",
-        "--log-level", "WARNING",
-        env={**os.environ, "NAMESRV_ADDR": ""},
+    """A broker process with small store files and ``--set`` ``settings``, once it answers."""
+    return await broker_process.start_broker(
+        store, port, 0, f"flushDiskType={flush}", f"mappedFileSizeCommitLog={SEGMENT}",
+        "mappedFileSizeConsumeQueue=20000", "maxHashSlotNum=1000", "maxIndexNum=20000",
+        *settings,
     )  # fmt: skip
-    client = RemotingClient(timeout=5)
-    deadline = time.monotonic() + START_SECONDS
-    try:
-        while time.monotonic() < deadline:
-            try:
-                resp = await client.invoke(
-                    f"127.0.0.1:{port}",
-                    RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO),
-                )
-                if resp.code == ResponseCode.SUCCESS:
-                    return proc
-            except errors.RemotingError:
-                pass
-            if proc.returncode is not None:
-                pytest.fail(f"broker exited with {proc.returncode}")
-            await asyncio.sleep(0.1)
-    finally:
-        await client.close()
-    proc.kill()
-    pytest.fail("broker did not start")
 
 
 def send(i: int) -> RemotingCommand:
@@ -183,7 +147,7 @@ async def test_sigkill_during_sync_flush_load_loses_no_acknowledged_message(
     tmp_path: Path,
 ) -> None:
     store_dir = tmp_path / "store"
-    port = free_port()
+    port = broker_process.free_port()
     proc = await start_broker(store_dir, port, "haListenPort=0")
     acked = await load_until_killed(proc, port)
     assert proc.returncode == -signal.SIGKILL
@@ -209,7 +173,11 @@ async def test_sigkill_during_sync_flush_load_loses_no_acknowledged_message(
 
 
 async def test_sigkill_of_a_sync_master_loses_no_acknowledged_message(tmp_path: Path) -> None:
-    master_port, master_ha, slave_port = free_port(), free_port(), free_port()
+    master_port, master_ha, slave_port = (
+        broker_process.free_port(),
+        broker_process.free_port(),
+        broker_process.free_port(),
+    )
     master = await start_broker(tmp_path / "master", master_port, "brokerRole=SYNC_MASTER",
                                 f"haListenPort={master_ha}", flush="ASYNC_FLUSH")  # fmt: skip
     slave = await start_broker(tmp_path / "slave", slave_port, "brokerRole=SLAVE", "brokerId=1",
