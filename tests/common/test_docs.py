@@ -1,11 +1,11 @@
 """The repository's own reference documents hold what the code cites.
 
-Code comments and docstrings cite numbered sections of ``docs/`` (``docs/protocol.md §4.2``,
-``docs/store.md §2.1, §8``); the documents cite each other the same way without the
-``docs/`` prefix, and themselves with a bare section sign and number. Every cited number
-must be the number of a heading of that document, every section sign in the code must
-belong to such a citation, and nothing may point at a reference document outside the
-repository, which a clone does not have.
+Code comments, docstrings and the README cite numbered sections of ``docs/``
+(``docs/protocol.md §4.2``, ``docs/store.md §2.1, §8``); the documents cite each other the
+same way without the ``docs/`` prefix, and themselves with a bare section sign and number.
+Every cited number must be the number of a heading of that document, every section sign in
+the code must belong to such a citation, and nothing may point at a reference document
+outside the repository, which a clone does not have.
 """
 
 from __future__ import annotations
@@ -55,7 +55,9 @@ def _walk(top: Path, suffixes: frozenset[str]) -> Iterator[Path]:
 
 
 def code_files() -> list[Path]:
-    return [path for root in CODE_ROOTS for path in _walk(ROOT / root, CODE_SUFFIXES)]
+    """The files whose citations are checked: the code, the tests and the README."""
+    code = [path for root in CODE_ROOTS for path in _walk(ROOT / root, CODE_SUFFIXES)]
+    return [*code, ROOT / "README.md"]
 
 
 def headings(doc: str) -> set[str]:
