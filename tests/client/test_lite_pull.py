@@ -265,8 +265,9 @@ async def test_consume_from_where_on_query_not_found(
     where: str,
     expected: list[str],
 ) -> None:
-    """When the broker has no offset (22), the §3.5 logic picks the start by consume_from_where:
-    "first" 0, "last" the max offset, "timestamp" the search (here a time before every message).
+    """When the broker has no offset (22), the first-offset logic (docs/protocol.md §6.2)
+    picks the start by consume_from_where: "first" 0, "last" the max offset, "timestamp"
+    the search (here a time before every message).
     """
     before = int(time.time() * 1000) - 1000
     await _send(producer, topic, ["old1", "old2"])

@@ -1,4 +1,5 @@
-"""Wire shapes of the consumer-side and transaction headers and bodies (§3.7, §3.8)."""
+"""Wire shapes of the consumer-side and transaction headers and bodies
+(docs/protocol.md §7, §11)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Transactional messages on the broker: half/op bookkeeping and the check-back service
-(remoting-protocol.md §3.8, §7.6, §8.5; Java ``TransactionalMessageServiceImpl``,
+(docs/protocol.md §11; Java ``TransactionalMessageServiceImpl``,
 ``TransactionalMessageBridge``, ``TransactionalMessageCheckService``).
 
 Topics, all with queue 0 only::
@@ -426,8 +426,8 @@ class TransactionCheckService:
 
 
 def check_body(half: MessageExt) -> bytes:
-    """The CHECK_TRANSACTION_STATE body: ``half`` in the §6.1 layout, with its real topic
-    and queue id (Java ``MessageDecoder.encode``)."""
+    """The CHECK_TRANSACTION_STATE body: ``half`` in the stored layout (docs/store.md §2.1),
+    with its real topic and queue id (Java ``MessageDecoder.encode``)."""
     properties = half.properties
     queue_text = properties.get(_P.REAL_QID, "")
     return record.encode(

@@ -3,12 +3,15 @@
 :class:`ConsumerCore` owns one group's :class:`RemotingClient` and the master address of
 every broker it learned from routes, and speaks the consumer requests:
 
-- routes (GET_ROUTEINFO_BY_TOPIC, 105) and the readable queues they give (§8.3);
-- PULL_MESSAGE (11, §3.4), header and answer from :mod:`rocketkube.client.pull`;
-- offsets (§3.5): QUERY (14), UPDATE (15), GET_MAX/MIN (30/31), SEARCH_BY_TIMESTAMP (29),
-  and the first offset of a queue a group never committed (:meth:`ConsumerCore.first_offset`);
-- GET_CONSUMER_LIST_BY_GROUP (38), HEART_BEAT (34, §5.3), UNREGISTER_CLIENT (35); the
-  last two to every broker of the routes, slaves included, as Java's client does.
+- routes (GET_ROUTEINFO_BY_TOPIC, 105) and the readable queues they give
+  (docs/protocol.md §13.3);
+- PULL_MESSAGE (11, docs/protocol.md §5), header and answer from :mod:`rocketkube.client.pull`;
+- offsets (docs/protocol.md §6): QUERY (14), UPDATE (15), GET_MAX/MIN (30/31),
+  SEARCH_BY_TIMESTAMP (29), and the first offset of a queue a group never committed
+  (:meth:`ConsumerCore.first_offset`);
+- GET_CONSUMER_LIST_BY_GROUP (38), HEART_BEAT (34, docs/protocol.md §7.1),
+  UNREGISTER_CLIENT (35); the last two to every broker of the routes, slaves included, as
+  Java's client does.
 
 Requests to a queue go to the master of its broker; an error code raises the matching
 :class:`~rocketkube.client.errors.MQBrokerError` unless the caller accepts it.
@@ -357,8 +360,9 @@ class ConsumerCore:
         consume_from: ConsumeFrom,
         timestamp_ms: int | None,
     ) -> int:
-        """Where to start ``queue`` (§3.5): ``committed`` when there is one, else by
-        ``consume_from``; ``%RETRY%`` topics start at 0 ("last") or the max ("timestamp")."""
+        """Where to start ``queue`` (docs/protocol.md §6.2): ``committed`` when there is one,
+        else by ``consume_from``; ``%RETRY%`` topics start at 0 ("last") or the max
+        ("timestamp")."""
         if committed is not None and committed >= 0:
             return committed
         retry = queue.topic.startswith(RETRY_TOPIC_PREFIX)

@@ -2,16 +2,16 @@
 
 Queues come either from :meth:`LitePullConsumer.subscribe` (every readable queue of the
 topic's route, re-read every 30 s) or from :meth:`LitePullConsumer.assign`. :meth:`poll`
-sends PULL_MESSAGE (11, remoting-protocol.md §3.4) with FLAG_SUBSCRIPTION and
+sends PULL_MESSAGE (11, docs/protocol.md §5) with FLAG_SUBSCRIPTION and
 FLAG_LITE_PULL_MESSAGE to every assigned queue, first without and then with FLAG_SUSPEND
 (a short long-poll), decodes the records, re-filters tags client-side and advances each
 queue's next offset to ``nextBeginOffset`` (also on 19/20/21: an offset the broker moved).
 
 A queue's first offset is the group's committed one (QUERY_CONSUMER_OFFSET, 14); on
-QUERY_NOT_FOUND (22) it follows ``consume_from_where`` (§3.5): ``"last"`` the max offset,
-``"first"`` 0, ``"timestamp"`` SEARCH_OFFSET_BY_TIMESTAMP. Note the broker answers 14 with
-offset 0 for a never-committed group while the queue's min offset is 0, so a brand-new group
-starts at 0 with ``"last"`` too, as with Apache RocketMQ 4.9.8.
+QUERY_NOT_FOUND (22) it follows ``consume_from_where`` (docs/protocol.md §6.2): ``"last"``
+the max offset, ``"first"`` 0, ``"timestamp"`` SEARCH_OFFSET_BY_TIMESTAMP. Note the broker
+answers 14 with offset 0 for a never-committed group while the queue's min offset is 0, so a
+brand-new group starts at 0 with ``"last"`` too, as with Apache RocketMQ 4.9.8.
 
 :meth:`commit` stores every queue's position with UPDATE_CONSUMER_OFFSET (15); with
 ``auto_commit`` it also runs every ``auto_commit_interval`` seconds and on :meth:`close`.
@@ -384,7 +384,8 @@ class LitePullConsumer(AsyncLifecycle):
         return result.messages
 
     async def _first_offset(self, queue: MessageQueue) -> int:
-        """The §3.5 first-offset logic: the committed offset, else by consume_from_where."""
+        """The first-offset logic (docs/protocol.md §6.2): the committed offset, else by
+        consume_from_where."""
         return await self._started().first_offset(
             queue,
             await self.committed(queue),

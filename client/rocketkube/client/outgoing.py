@@ -1,4 +1,4 @@
-"""A message made ready to send (§3.3): validated, compressed, properties encoded.
+"""A message made ready to send (docs/protocol.md §4): validated, compressed, properties encoded.
 
 Pure: the producer adds the queue id and the header's per-send fields.
 """
@@ -78,10 +78,10 @@ def prepare(message: Message, msg_id: str, compress_over: int) -> Outgoing:
 def prepare_batch(
     messages: Sequence[Message], max_message_size: int, unique_key: Callable[[Message], str]
 ) -> Outgoing:
-    """Messages of one topic as one SEND_BATCH_MESSAGE body (§6.6), each message given its
-    ``UNIQ_KEY`` by ``unique_key``. Batches are never compressed; an empty batch, mixed
-    topics, DELAY, ``%RETRY%`` topics and a body over ``max_message_size`` are refused
-    (:class:`MessageValidationError`), as in Java."""
+    """Messages of one topic as one SEND_BATCH_MESSAGE body (docs/protocol.md §9.7), each
+    message given its ``UNIQ_KEY`` by ``unique_key``. Batches are never compressed; an empty
+    batch, mixed topics, DELAY, ``%RETRY%`` topics and a body over ``max_message_size`` are
+    refused (:class:`MessageValidationError`), as in Java."""
     if not messages:
         raise client_errors.MessageValidationError("an empty batch")
     topic = messages[0].topic

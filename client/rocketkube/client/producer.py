@@ -1,21 +1,22 @@
 """The asyncio producer: sends messages to the brokers a topic's route names.
 
-A send (remoting-protocol.md §3.3) resolves the topic's route (:mod:`.routing`), picks a
-queue round robin, and sends SEND_MESSAGE_V2 (310) with the short header keys to that
-queue's master; a batch goes as SEND_BATCH_MESSAGE (320) with ``m=true`` and the §6.6
-body. Every message gets a ``UNIQ_KEY`` (the id :attr:`SendResult.msg_id` reports);
-bodies of ``compress_over`` bytes or more are zlib-compressed and flagged with sysFlag
-0x1. A transport error or a retriable broker error (see :mod:`.errors`) is retried on
-another broker, up to ``retry_times_when_send_failed`` more times, within ``send_timeout``
-seconds overall; sends to a chosen queue (``queue=`` or a selector) are tried once. With
-``send_latency_fault_enable`` the queue is chosen by :mod:`.latency_fault` instead, which
-avoids brokers that failed or answered slowly.
+A send (docs/protocol.md §4) resolves the topic's route (:mod:`.routing`), picks a queue
+round robin, and sends SEND_MESSAGE_V2 (310) with the short header keys to that queue's
+master; a batch goes as SEND_BATCH_MESSAGE (320) with ``m=true`` and a batch body
+(docs/protocol.md §9.7). Every message gets a ``UNIQ_KEY`` (the id :attr:`SendResult.msg_id`
+reports); bodies of ``compress_over`` bytes or more are zlib-compressed and flagged with
+sysFlag 0x1. A transport error or a retriable broker error (see :mod:`.errors`) is retried
+on another broker, up to ``retry_times_when_send_failed`` more times, within
+``send_timeout`` seconds overall; sends to a chosen queue (``queue=`` or a selector) are
+tried once. With ``send_latency_fault_enable`` the queue is chosen by :mod:`.latency_fault`
+instead, which avoids brokers that failed or answered slowly.
 
 Before the first send to a broker, and every ``heartbeat_interval`` seconds to every master
-of the routes in use, the producer sends HEART_BEAT (34) declaring its group (§3.7, §8.2):
-brokers then list it (GET_PRODUCER_CONNECTION_LIST) and can reach it on that connection for
-CHECK_TRANSACTION_STATE (see :mod:`.transaction`). :meth:`Producer.close` sends
-UNREGISTER_CLIENT (35). A message with ``TRAN_MSG=true`` gets the PREPARED sysFlag, as Java's.
+of the routes in use, the producer sends HEART_BEAT (34) declaring its group
+(docs/protocol.md §7.1, §13.2): brokers then list it (GET_PRODUCER_CONNECTION_LIST) and can
+reach it on that connection for CHECK_TRANSACTION_STATE (see :mod:`.transaction`).
+:meth:`Producer.close` sends UNREGISTER_CLIENT (35). A message with ``TRAN_MSG=true`` gets
+the PREPARED sysFlag, as Java's.
 """
 
 from __future__ import annotations
@@ -323,7 +324,8 @@ class Producer(AsyncLifecycle):
     async def send_batch(
         self, messages: Sequence[Message], *, queue: routing.MessageQueue | None = None
     ) -> SendResult:
-        """Send messages of one topic as one batch (§6.6); one result for all of them.
+        """Send messages of one topic as one batch (docs/protocol.md §9.7); one result for
+        all of them.
 
         Batches are never compressed; DELAY and ``%RETRY%`` topics are refused, as in Java.
         """

@@ -1,5 +1,5 @@
 """A producer's standing with its brokers: heartbeats, the connections they introduced, and
-UNREGISTER_CLIENT on close (remoting-protocol.md §3.7, §8.2).
+UNREGISTER_CLIENT on close (docs/protocol.md §7.2, §13.2).
 
 A broker checks a half message back only on a connection that declared the producer's group
 in a HEART_BEAT (34), so every connection a send uses carries one first; every master of the

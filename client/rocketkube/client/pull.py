@@ -1,4 +1,5 @@
-"""PULL_MESSAGE (11, §3.4) without I/O: the request header and the answer's decoding.
+"""PULL_MESSAGE (11, docs/protocol.md §5) without I/O: the request header and the answer's
+decoding.
 
 Consumers (:class:`~rocketkube.client.consumer_core.ConsumerCore`) and the admin client's
 one-shot pull (mqadmin ``consumeMessage``) build the same header and read the same answer,

@@ -1,15 +1,17 @@
 """The push consumer: the SDK pulls, your listener is called (Java DefaultMQPushConsumer).
 
-Per queue this consumer owns, a pull loop long-polls PULL_MESSAGE (11, §3.4) and puts the
-messages into the queue's :class:`~rocketkube.client.process_queue.ProcessQueue`, from
-which a consume service (:mod:`.consume_service`) calls the listener. The pieces:
+Per queue this consumer owns, a pull loop long-polls PULL_MESSAGE (11, docs/protocol.md §5)
+and puts the messages into the queue's
+:class:`~rocketkube.client.process_queue.ProcessQueue`, from which a consume service
+(:mod:`.consume_service`) calls the listener. The pieces:
 
-- **Rebalance** (§8.3) every ``rebalance_interval`` seconds and at once when a broker sends
-  NOTIFY_CONSUMER_IDS_CHANGED (40): the topic's readable queues and the group's client ids
-  go through the ``allocate`` strategy (:mod:`.allocation`); broadcasting takes every
-  queue. A queue lost is dropped (its offset persisted first); a queue gained starts from
-  its stored offset, else per ``consume_from`` (§3.5). Clustering also consumes
-  ``%RETRY%<group>``, handing listeners the original topic (``RETRY_TOPIC``).
+- **Rebalance** (docs/protocol.md §13.3) every ``rebalance_interval`` seconds and at once
+  when a broker sends NOTIFY_CONSUMER_IDS_CHANGED (40): the topic's readable queues and the
+  group's client ids go through the ``allocate`` strategy (:mod:`.allocation`); broadcasting
+  takes every queue. A queue lost is dropped (its offset persisted first); a queue gained
+  starts from its stored offset, else per ``consume_from`` (docs/protocol.md §6.2).
+  Clustering also consumes ``%RETRY%<group>``, handing listeners the original topic
+  (``RETRY_TOPIC``).
 - **Flow control**: a queue holding ``pull_threshold_for_queue`` messages (or
   ``pull_threshold_size_for_queue_mib``) is not pulled until the listener catches up
   (re-checked every 50 ms); a pull never asks for more than the room left, so a queue

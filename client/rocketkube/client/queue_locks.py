@@ -1,4 +1,5 @@
-"""Broker-side queue locks of orderly clustering consumers (§3.7, codes 41 and 42).
+"""Broker-side queue locks of orderly clustering consumers (docs/protocol.md §7.4, codes 41
+and 42).
 
 A queue is consumed in order by one client at a time: the client locks it on its broker
 (LOCK_BATCH_MQ, 41) before consuming, renews the lock periodically (the broker lets a lock

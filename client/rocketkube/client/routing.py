@@ -4,7 +4,7 @@ Two layers:
 
 - pure: :func:`writable_queues` (queues of brokers whose perm has
   WRITE (2) and that have a master address), :func:`clamp_default_route` (the ``TBW102``
-  fallback of remoting-protocol.md §8.1) and :func:`select_queue` (round robin that
+  fallback of docs/protocol.md §13.1) and :func:`select_queue` (round robin that
   avoids the broker of the last failure);
 - async: :func:`fetch_route` asks the name servers in turn (GET_ROUTEINFO_BY_TOPIC, 105)
   and :class:`RouteCache` keeps one :class:`TopicPublishInfo` per topic, refreshed every

@@ -1,14 +1,14 @@
 """Giving a failed message back to the broker, so the group consumes it again later.
 
-:func:`send_back` first asks the broker holding the message to do it:
-CONSUMER_SEND_MSG_BACK (36, §3.7) with the message's commit-log offset. The broker stores a
-copy in ``%RETRY%<group>`` behind a delay (3 + reconsume times by default), or in
-``%DLQ%<group>`` once ``max_reconsume_times`` is reached. When that fails (an old broker,
-a broker going down) it falls back, as Java's consumer does, to an ordinary
-SEND_MESSAGE_V2 (310) of a copy into ``%RETRY%<group>`` with ``RETRY_TOPIC``,
-``ORIGIN_MESSAGE_ID`` and the ``DELAY`` level set. It returns ``False`` when both fail: the
-caller must then keep the message and consume it again itself.
-:func:`restore_topics` undoes the renaming when the retried copies are consumed.
+:func:`send_back` first asks the broker holding the message to do it: CONSUMER_SEND_MSG_BACK
+(36, docs/protocol.md §7.3) with the message's commit-log offset. The broker stores a copy
+in ``%RETRY%<group>`` behind a delay (3 + reconsume times by default), or in
+``%DLQ%<group>`` once ``max_reconsume_times`` is reached. When that fails (an old broker, a
+broker going down) it falls back, as Java's consumer does, to an ordinary SEND_MESSAGE_V2
+(310) of a copy into ``%RETRY%<group>`` with ``RETRY_TOPIC``, ``ORIGIN_MESSAGE_ID`` and the
+``DELAY`` level set. It returns ``False`` when both fail: the caller must then keep the
+message and consume it again itself. :func:`restore_topics` undoes the renaming when the
+retried copies are consumed.
 """
 
 from __future__ import annotations

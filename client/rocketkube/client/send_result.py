@@ -1,4 +1,5 @@
-"""What a send returns: :class:`SendResult`, read from SEND_MESSAGE's response (§3.3).
+"""What a send returns: :class:`SendResult`, read from SEND_MESSAGE's response
+(docs/protocol.md §4.3).
 
 Pure functions over responses, shared by single sends and by the auto-batching producer,
 which gives each message of a batch its own result.
@@ -42,8 +43,8 @@ class SendResult:
     """The outcome of a send.
 
     ``msg_id`` is the client id (``UNIQ_KEY``) and ``offset_msg_id`` the broker's offset id
-    (§6.4); for a batch both are comma-joined, one per message, and ``queue_offset`` is
-    the offset of the first message.
+    (docs/protocol.md §9.5); for a batch both are comma-joined, one per message, and
+    ``queue_offset`` is the offset of the first message.
     """
 
     status: SendStatus

@@ -1,4 +1,4 @@
-"""Transactional sends (remoting-protocol.md §3.8, §8.5; Java ``TransactionMQProducer``).
+"""Transactional sends (docs/protocol.md §11; Java ``TransactionMQProducer``).
 
 :meth:`TransactionProducer.send_message_in_transaction`::
 

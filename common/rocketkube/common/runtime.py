@@ -45,11 +45,10 @@ def settle_heap() -> None:
     A broker handles messages in chunks of hundreds, and the objects of a chunk in flight
     made a young collection run for nearly every chunk, promoting them to the old
     generations; full collections then walked the whole start-up heap (modules, settings,
-    store tables: about 60k objects) several times a minute, stalling the loop for tens
-    of milliseconds each. Measured on a broker under send and pull load: collector time
-    fell from 1.56 s to 0.09 s per run. Frozen objects are still freed when no longer
-    referenced, only never searched for cycles; this changes process-wide state, so it
-    belongs in a server's entry point, once start-up is done.
+    store tables: about 60k objects) several times a minute, stalling the loop for tens of
+    milliseconds each (docs/performance.md, 2026-11-22). Frozen objects are still freed when
+    no longer referenced, only never searched for cycles; this changes process-wide state,
+    so it belongs in a server's entry point, once start-up is done.
     """
     gc.collect()
     gc.freeze()

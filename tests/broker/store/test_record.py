@@ -1,4 +1,5 @@
-"""The stored record (§6.1): exact bytes built field by field, check() verdicts, fuzzing."""
+"""The stored record (docs/store.md §2.1): exact bytes built field by field, check()
+verdicts, fuzzing."""
 
 from __future__ import annotations
 

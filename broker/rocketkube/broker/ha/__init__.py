@@ -1,4 +1,4 @@
-"""Master/slave replication (RocketMQ's HA service, reference §9).
+"""Master/slave replication (RocketMQ's HA service, docs/protocol.md §12).
 
 A master (brokerId 0) listens on ``haListenPort`` (listenPort + 1 by default) and streams
 its commit log, byte for byte, to each slave that connects; the slave writes the bytes at

@@ -1,5 +1,5 @@
-"""END_TRANSACTION (37): a producer commits or rolls back a half message (§3.8, §8.5; Java
-``EndTransactionProcessor``).
+"""END_TRANSACTION (37): a producer commits or rolls back a half message
+(docs/protocol.md §11.3; Java ``EndTransactionProcessor``).
 
     slave                      -> 11 SLAVE_NOT_AVAILABLE
     commitOrRollback 0 or other -> nothing (no response: the state is still unknown)

@@ -1,4 +1,5 @@
-"""Queue locks for orderly consumers (§3.7): LOCK_BATCH_MQ (41) and UNLOCK_BATCH_MQ (42).
+"""Queue locks for orderly consumers: LOCK_BATCH_MQ (41) and UNLOCK_BATCH_MQ (42)
+(docs/protocol.md §7.4).
 
 Both carry a ``LockBatchRequestBody`` and no header. Lock answers 0 with the queues the
 client now owns (``{"lockOKMQSet":[...]}``), which may be fewer than it asked for; unlock

@@ -1,4 +1,4 @@
-"""Consumer offsets and queue offsets (§3.5): QUERY_CONSUMER_OFFSET (14),
+"""Consumer offsets and queue offsets (docs/protocol.md §6): QUERY_CONSUMER_OFFSET (14),
 UPDATE_CONSUMER_OFFSET (15), SEARCH_OFFSET_BY_TIMESTAMP (29), GET_MAX_OFFSET (30),
 GET_MIN_OFFSET (31), GET_EARLIEST_MSG_STORETIME (32), GET_ALL_CONSUMER_OFFSET (43).
 

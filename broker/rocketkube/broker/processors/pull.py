@@ -1,6 +1,6 @@
 """PULL_MESSAGE (11): checks, the store read, status -> code, offset commit, long polling.
 
-Follows Java's ``PullMessageProcessor`` (§3.4):
+Follows Java's ``PullMessageProcessor`` (docs/protocol.md §5):
 
 1. Checks, in Java's order: broker readable (16), group known (26; auto-created when
    allowed) and consume-enabled (16), topic known (17) and readable (16), queueId in range
@@ -85,7 +85,7 @@ PullReply = RemotingCommand | asyncio.Future[RemotingCommand | None]
 
 
 def pull_code(status: GetStatus, offset: int) -> int:
-    """The response code of a store status for a pull at ``offset`` (§3.4 step 2)."""
+    """The response code of a store status for a pull at ``offset`` (docs/protocol.md §5.4)."""
     code = _FIXED_CODES.get(status)
     if code is not None:
         return code

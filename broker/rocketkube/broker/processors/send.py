@@ -1,14 +1,14 @@
 """The send path: SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320).
 
-Per request (remoting-protocol.md §3.3, Java ``SendMessageProcessor``)::
+Per request (docs/protocol.md §4, Java ``SendMessageProcessor``)::
 
     header (V1 names for 10, short keys for 310/320)
       -> broker role and permission
       -> topic: valid name, not a system topic, known or auto-created   (cached per topic)
       -> queue: below max(read, write) queues; negative -> round-robin over write queues
       -> topic writable
-      -> batch flag?  split the body (§6.6), header properties appended to each message
-         (send_batch.py)
+      -> batch flag?  split the body (docs/protocol.md §9.7), header properties
+         appended to each message (send_batch.py)
          single:      properties +CLUSTER -WAIT, retry -> DLQ, half message or DELAY rewrite
       -> store.put_messages -> response now, or after the group-commit flush (SYNC_FLUSH)
 

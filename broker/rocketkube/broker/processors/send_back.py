@@ -1,5 +1,5 @@
 """CONSUMER_SEND_MSG_BACK (36): a consumer hands back a message it failed to consume
-(§3.7, Java ``SendMessageProcessor.asyncConsumerSendMsgBack``).
+(docs/protocol.md §7.3, Java ``SendMessageProcessor.asyncConsumerSendMsgBack``).
 
 Steps::
 

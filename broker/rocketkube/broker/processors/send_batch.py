@@ -1,8 +1,9 @@
-"""Batch sends: a §6.6 batch body turned into the store messages it holds (pure, no I/O).
+"""Batch sends: a batch body (docs/protocol.md §9.7) turned into the store messages it
+holds (pure, no I/O).
 
 Every sub-message gets the header's topic, queue, sysFlag, bornTimestamp, bornHost and
 reconsumeTimes, and keeps its own flag, body (a view of the request, not a copy) and
-properties, byte for byte, with the header's properties appended (§3.3 rule 10)::
+properties, byte for byte, with the header's properties appended (docs/protocol.md §4.6)::
 
     sub-message properties  [\\x02]  header properties - WAIT + CLUSTER
                             ^ only when the sub-message's do not already end with one

@@ -57,8 +57,8 @@ class Ready(NamedTuple):
 class Waiting:
     """The sends of one put that wait for its flush, in parallel lists.
 
-    A tuple and a put result per send, alive until the flush, made young garbage
-    collections run every few received chunks under SYNC_FLUSH load (2 us a send)."""
+    A tuple and a put result per send, alive until the flush, would make young garbage
+    collections run every few received chunks under SYNC_FLUSH load."""
 
     __slots__ = ("ends", "firsts", "queue_ids", "replies", "result", "started")
 

@@ -15,11 +15,9 @@ straight into ``mm``; readers take slices of ``view`` (zero-copy). Durability is
 called from a worker thread, so a file handed to that thread is *pinned* and its closing
 deferred until it is unpinned. A mapping with live exported views cannot be closed: the
 file is unlinked and the mapping dropped, to be unmapped when the last view goes. The
-last close of a deleted file frees its blocks, which took 0.8-1.2 s for a full 1 GiB
-segment on this project's VMs, so with an event loop running a deleted file is unmapped
-and closed in a worker thread. Measured there, the loop's longest stall while a segment
-went fell from 1.5-1.7 s to 0.7-1.2 s; the rest is the kernel freeing the blocks, which
-slowed the whole process on those 2 vCPUs.
+last close of a deleted file frees its blocks, which takes up to a second or so for a
+full 1 GiB segment, so with an event loop running a deleted file is unmapped and closed
+in a worker thread (docs/performance.md, 2026-11-23).
 
 Blocks before writes: a write through a mapping into a page the file system cannot supply
 (a full disk) is a SIGBUS that kills the process, so no mapping is ever written where
@@ -27,9 +25,8 @@ blocks are not allocated. A file gets them from ``posix_fallocate`` when created
 it, or a first part), and :meth:`MappedFile.allocate` extends that before writers pass
 ``allocated``; either fails with an ``OSError`` (ENOSPC) the caller handles. A file found
 on disk counts as allocated when its block count covers it (else from 0, and the first
-``allocate`` fills its holes). On this project's VMs (ext4), ``posix_fallocate`` of a
-1 GiB segment took 0.6 ms and pages of an allocated file were no dearer to write than
-those of a sparse one (1.6 vs 2-4.9 us a page, populated or faulted in).
+``allocate`` fills its holes). Allocating is cheap, and pages of an allocated file are no
+dearer to write than those of a sparse one (docs/performance.md, 2026-11-26).
 
 :class:`MappedFileQueue` keeps the files of one directory in offset order: find by
 offset, roll to the next, truncate at an offset, delete the oldest, and reserve: have
@@ -172,10 +169,10 @@ class MappedFile:
     def populate(self, end: int) -> None:
         """Map the pages up to ``end`` for writing now, in one system call.
 
-        ``madvise(MADV_POPULATE_WRITE)`` (Linux 5.14+) does for a whole range what the
-        first write to each page would do through a page fault, which is far dearer per
-        page (measured 57 vs 1.9 us a page on this project's VMs). Raises ``OSError``
-        (EFAULT where a page has no block); EINVAL means unsupported.
+        ``madvise(MADV_POPULATE_WRITE)`` (Linux 5.14+) does for a whole range what the first
+        write to each page would do through a page fault, which is far dearer per page
+        (docs/performance.md). Raises ``OSError`` (EFAULT where a page has no block); EINVAL
+        means unsupported.
 
         The call releases the interpreter lock (``mmap.madvise`` keeps it), so a worker
         thread can populate ahead of the writer (:mod:`.populate`) on another core.

@@ -436,7 +436,7 @@ class MessageStore:
         max_nums: int,
         tag_filter: model.TagFilter | None = None,
     ) -> model.GetResult:
-        """Read up to ``max_nums`` messages of a queue from ``offset`` (pull, §3.4 step 2)."""
+        """Read up to ``max_nums`` messages of a queue from ``offset`` (docs/store.md §10)."""
         status = model.GetStatus
         queue = self._queues.find(topic, queue_id)
         if queue is None:

@@ -5,7 +5,7 @@
   append path only copies bytes.
 - :class:`PutStatus` / :class:`PutResult` / :class:`AppendResult`: the outcome of an append.
 - :class:`FlushTicket`: an awaitable for the group-commit flush covering an append.
-- :class:`GetStatus` / :class:`GetResult`: the outcome of a consume queue read (§3.4 step 2).
+- :class:`GetStatus` / :class:`GetResult`: the outcome of a consume queue read (docs/store.md §10).
 - :class:`QueryResult`: the outcome of a key query.
 
 Statuses are ``StrEnum`` named as in Java, so ``str(status)`` is the pull ``remark``.
@@ -54,9 +54,9 @@ class DispatchHints(NamedTuple):
 class InnerMessage:
     """One message to append.
 
-    ``properties`` is the UTF-8 properties string (§6.2) as it will be stored; TAGS, KEYS,
-    UNIQ_KEY and DELAY are read from it for the consume queue and the index, unless
-    ``hints`` gives them. Hosts are packed (``ids.pack_host``: 8 bytes IPv4, 20 IPv6).
+    ``properties`` is the UTF-8 properties string (docs/protocol.md §9.2) as it will be
+    stored; TAGS, KEYS, UNIQ_KEY and DELAY are read from it for the consume queue and the
+    index, unless ``hints`` gives them. Hosts are packed (``ids.pack_host``: 8 bytes IPv4, 20 IPv6).
     """
 
     topic: str

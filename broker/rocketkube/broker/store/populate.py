@@ -1,12 +1,12 @@
 """Mapping commit log pages for writing ahead of the writer, in a worker thread.
 
 Before a record is packed into the mapping, its pages are populated for writing
-(:meth:`~.mapped_file.MappedFile.populate`): the kernel allocates and zero-fills them. Done
-on the event loop's thread that was 6-7% of the broker's CPU under pipelined 100 B sends
-(``perf record`` of the broker during ``rocketkube bench broker``). :class:`AheadPopulator`
-has a worker thread do it instead, ``ahead`` bytes past the writer, started again whenever
-the writer comes within ``low_water`` bytes of the populated end; the system call releases
-the interpreter lock, so the worker runs on another core meanwhile::
+(:meth:`~.mapped_file.MappedFile.populate`): the kernel allocates and zero-fills them. On
+the event loop's thread that is a noticeable share of the broker's CPU under pipelined sends
+(docs/performance.md, 2026-11-26), so :class:`AheadPopulator` has a worker thread do it
+instead, ``ahead`` bytes past the writer, started again whenever the writer comes within
+``low_water`` bytes of the populated end; the system call releases the interpreter lock, so
+the worker runs on another core meanwhile::
 
     file:  [ written | populated, not yet written ......... | not populated ]
                      ^ writer                               ^ populated

@@ -62,7 +62,8 @@ _UNIQ_DIGITS: Final = 12  # UNIQ_KEY = 20 hex of this producer + 12 hex of the s
 
 
 def _properties(uniq_key: str) -> str:
-    """A Java producer's properties: ``UNIQ_KEY``, ``WAIT``, ``TAGS`` (§6.2 separators)."""
+    """A Java producer's properties: ``UNIQ_KEY``, ``WAIT``, ``TAGS`` (separators as in
+    docs/protocol.md §9.2)."""
     return f"UNIQ_KEY\x01{uniq_key}\x02WAIT\x01true\x02TAGS\x01{TAG}"
 
 

@@ -1,4 +1,5 @@
-"""Headers and bodies of the consumer-side codes beyond pull and offsets (§3.7).
+"""Headers and bodies of the consumer-side codes beyond pull and offsets
+(docs/protocol.md §7).
 
 CONSUMER_SEND_MSG_BACK (36), LOCK_BATCH_MQ (41) / UNLOCK_BATCH_MQ (42),
 INVOKE_BROKER_TO_RESET_OFFSET (222, admin -> broker) and RESET_CONSUMER_CLIENT_OFFSET

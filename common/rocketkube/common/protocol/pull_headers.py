@@ -1,4 +1,5 @@
-"""Custom headers of PULL_MESSAGE and of the consumer offset requests (§3.4, §3.5).
+"""Custom headers of PULL_MESSAGE and of the consumer offset requests
+(docs/protocol.md §5.1, §6.1).
 
 Field names are Java's (``PullMessageRequestHeader``, ``QueryConsumerOffsetRequestHeader``,
 ``GetMaxOffsetRequestHeader``...); required fields are Java's ``@CFNotNull`` ones. Shared by

@@ -1,6 +1,6 @@
 """Custom headers of SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320).
 
-One request model, two spellings on the wire (remoting-protocol.md §3.3)::
+One request model, two spellings on the wire (docs/protocol.md §4.2)::
 
     V2  V1 name                 type     V2  V1 name              type
     a   producerGroup           str      h   flag                 int

@@ -1,7 +1,7 @@
 """Headers of END_TRANSACTION (37, producer -> broker, oneway) and CHECK_TRANSACTION_STATE
-(39, broker -> producer, oneway), §3.8. Java's ``EndTransactionRequestHeader`` and
-``CheckTransactionStateRequestHeader``; the body of 39 is the half message in the §6.1 layout
-with the real topic and queue id."""
+(39, broker -> producer, oneway), docs/protocol.md §11. Java's ``EndTransactionRequestHeader`` and
+``CheckTransactionStateRequestHeader``; the body of 39 is the half message in the stored layout
+(docs/store.md §2.1) with the real topic and queue id."""
 
 from __future__ import annotations
 

@@ -48,12 +48,10 @@ Reply = RemotingCommand | None | Awaitable[RemotingCommand | None]
 ANSWER_EVERY: typing.Final = 128
 """A received chunk's answers are written after each this many of its requests.
 
-A pipelining peer sends more as answers come back. One write for a whole chunk (up to
-256 KiB, over 300 small sends) left that peer idle until the broker had served all of
-it, then the broker idle until the peer had sent more: both sides sat at 60-80% of a
-core. Writing every 128 requests keeps them busy at once: pipelined 100 B sends went
-from 72-105k to 107-126k msgs/s (``rocketkube bench broker``, window 512), for a few more
-``write`` calls."""
+A pipelining peer sends more as answers come back: writing a large chunk's answers (up to
+256 KiB, hundreds of small sends) only once all are served would leave the peer idle
+meanwhile, and then the server idle until the peer sent more. Writing every 128 requests
+keeps both busy, for a few more ``write`` calls (docs/performance.md, 2026-11-26)."""
 
 TURN_REQUESTS: typing.Final = 4 * ANSWER_EVERY
 """Requests a connection is served in one turn of the event loop, at most; the rest of a

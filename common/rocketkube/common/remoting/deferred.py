@@ -11,9 +11,9 @@ It is still awaitable (a coroutine or a test may ``await`` it like any reply).
 
 The replies a group commit answers together can be members of one :class:`DeferredGroup`.
 Whoever answers or observes several of them (the connection, the dispatcher's metrics)
-listens to the group once instead of to each member. Listener calls and closures per
-send, alive until the flush and so walked by every young garbage collection meanwhile,
-were most of what a SYNC_FLUSH send cost over an ASYNC_FLUSH one.
+listens to the group once instead of to each member: listener calls and closures per
+send would live until the flush, and every young garbage collection meanwhile would walk
+them.
 """
 
 from __future__ import annotations
