@@ -37,7 +37,7 @@ lint: install
 # One test process per core (pytest-xdist); the slowest tests are listed at the end: CI must
 # stay under 20 minutes.
 pytest: install
-	$(VENV)/bin/pytest -n auto --durations=15 $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n auto --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
 test: lint pytest
 

@@ -11,6 +11,12 @@ plain frozen dataclasses that pickle to executors on any host (no sockets, loops
 
 A start below the queue's first stored offset (removed by retention) or an end past its
 end fails the read at planning, naming the queue: Kafka's ``failOnDataLoss`` default.
+
+By time, the broker answers with the message stored nearest the time (RocketMQ's
+SEARCH_OFFSET_BY_TIMESTAMP), which is the first one stored at or after it or the one just
+before. So a range by time starts at that answer and ends one past it, and the reader drops
+the messages stored outside the time window (:func:`time_window`): the rows are exactly those
+stored in ``[startingTimestamp, endingTimestamp)``.
 """
 
 from __future__ import annotations
@@ -20,7 +26,15 @@ from collections.abc import Callable, Iterable
 
 from rocketkube.spark import options as opts
 
-__all__ = ["OffsetRange", "PlanningError", "QueueBounds", "plan", "resolve_range", "split_range"]
+__all__ = [
+    "OffsetRange",
+    "PlanningError",
+    "QueueBounds",
+    "plan",
+    "resolve_range",
+    "split_range",
+    "time_window",
+]
 
 
 class PlanningError(ValueError):
@@ -55,18 +69,19 @@ class OffsetRange:
 Search = Callable[[opts.QueueKey, int], int]
 
 
-def _offset(spec: opts.OffsetSpec, bounds: QueueBounds, search: Search) -> int:
+def _offset(spec: opts.OffsetSpec, bounds: QueueBounds, search: Search, *, end: bool) -> int:
     match spec:
         case opts.Earliest():
             return bounds.min_offset
         case opts.Latest():
             return bounds.max_offset
         case opts.AtTimestamp(ms):
-            return search(bounds.queue, ms)
+            found = search(bounds.queue, ms) + (1 if end else 0)
+            return min(max(found, bounds.min_offset), bounds.max_offset)
         case opts.PerQueue(offsets, default):
             named = offsets.get(bounds.queue)
             if named is None:
-                return _offset(default, bounds, search)
+                return _offset(default, bounds, search, end=end)
             if named == opts.EARLIEST:
                 return bounds.min_offset
             if named == opts.LATEST:
@@ -83,8 +98,8 @@ def resolve_range(
 ) -> OffsetRange:
     """The queue's range from the start and end options; raises :class:`PlanningError`
     when they ask for offsets the queue does not hold, or end before they start."""
-    start = _offset(starting, bounds, search)
-    end = _offset(ending, bounds, search)
+    start = _offset(starting, bounds, search, end=False)
+    end = _offset(ending, bounds, search, end=True)
     where = _where(bounds.queue)
     if start < bounds.min_offset:
         raise PlanningError(
@@ -99,6 +114,13 @@ def resolve_range(
         raise PlanningError(f"{where} would start at offset {start}, after its end {end}")
     queue = bounds.queue
     return OffsetRange(queue.topic, queue.broker_name, queue.queue_id, start, end)
+
+
+def time_window(starting: opts.OffsetSpec, ending: opts.OffsetSpec) -> tuple[int, int | None]:
+    """Store times ``[low, high)`` (``None``: no bound) a read by time keeps."""
+    low = starting.ms if isinstance(starting, opts.AtTimestamp) else 0
+    high = ending.ms if isinstance(ending, opts.AtTimestamp) else None
+    return low, high
 
 
 def split_range(whole: OffsetRange, limit: int) -> list[OffsetRange]:

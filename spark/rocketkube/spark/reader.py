@@ -98,6 +98,7 @@ def read_address(route: rt.TopicRouteData, topic: str, broker_name: str, from_sl
 def read_range(options: opts.ReadOptions, piece: offsets.OffsetRange) -> Iterator[schema.Row]:
     """Pull ``piece`` from its broker and yield its rows, in offset order."""
     queue = MessageQueue(piece.topic, piece.broker_name, piece.queue_id)
+    low, high = offsets.time_window(options.starting, options.ending)
     with sync.AdminClient(options.namesrv_addr) as admin:
         route = admin.run(lambda a: a.topic_route(piece.topic))
         addr = read_address(route, piece.topic, piece.broker_name, options.read_from_slave)
@@ -106,7 +107,11 @@ def read_range(options: opts.ReadOptions, piece: offsets.OffsetRange) -> Iterato
             count = min(options.pull_batch_size, piece.end - offset)
             result = _pull(admin, queue, offset, count, options.tag_expression, addr)
             for message in result.messages:
-                if offset <= message.queue_offset < piece.end:
+                if not offset <= message.queue_offset < piece.end:
+                    continue
+                if message.store_timestamp >= low and (
+                    high is None or message.store_timestamp < high
+                ):
                     yield schema.message_row(message, piece.broker_name)
             offset = _next_offset(result, offset, piece, addr)
 
