@@ -35,7 +35,7 @@ lint: install
 	$(VENV)/bin/lint-imports
 
 # One test process per core (pytest-xdist); the slowest tests are listed at the end: CI must
-# stay under 20 minutes.
+# stay under 20 minutes. Tests of one xdist_group share a worker (the Spark ones: one JVM).
 pytest: install
 	$(VENV)/bin/pytest -n auto --dist loadgroup --durations=15 $(PYTEST_ARGS)
 

@@ -5,6 +5,7 @@ write-then-read round trips, and clear errors for bad options and rows that cann
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import time
 from typing import Any
 
@@ -62,8 +63,9 @@ def send(
     body: bytes,
     tags: str | None = None,
     keys: tuple[str, ...] = (),
-    **properties: str,
+    properties: dict[str, str] | None = None,
 ) -> Sent:
+    properties = properties or {}
     message = Message(topic, body)
     message.properties.update(properties)
     message.tags = tags
@@ -76,7 +78,7 @@ def send(
 
 
 #: What each message of the known topic is: queue, body, tags, keys, user properties.
-KNOWN = [
+KNOWN: list[tuple[int, bytes, str | None, tuple[str, ...], dict[str, str]]] = [
     (0, b"\x00\xff binary \x01\x02", "A", ("k1", "k2"), {"color": "red"}),
     (1, b"one", "A", (), {}),
     (0, bytes(range(256)) * 40, "B", ("big",), {}),  # 10 KiB: the producer compresses it
@@ -96,7 +98,7 @@ def known(cluster: Cluster, create_topic: CreateTopic) -> Known:
     """A topic of two queues holding the five :data:`KNOWN` messages."""
     topic = create_topic(2)
     with sync.Producer("SparkTestProducer", cluster.namesrv) as producer:
-        sent = [send(producer, topic, cluster.broker_name, *m[:4], **m[4]) for m in KNOWN]
+        sent = [send(producer, topic, cluster.broker_name, *message) for message in KNOWN]
     return Known(topic, sent)
 
 
@@ -114,7 +116,7 @@ def ordered(frame: DataFrame) -> list[Any]:
     return frame.orderBy("queueId", "queueOffset").collect()
 
 
-def as_ms(value: Any) -> int:
+def as_ms(value: datetime.datetime) -> int:
     return round(value.timestamp() * 1000)
 
 
@@ -277,6 +279,7 @@ def test_write_then_read_round_trips(
     registered: SparkSession, cluster: Cluster, create_topic: CreateTopic
 ) -> None:
     topic = create_topic(4)
+    rows: list[tuple[bytes, str | None, list[str] | None, dict[str, str] | None, str | None]]
     rows = [
         (b"row-%03d" % i, f"T{i % 3}", [f"key-{i}", "shared"], {"n": str(i)}, "x")
         for i in range(50)
