@@ -94,7 +94,7 @@ def test_by_time_the_broker_answer_starts_the_range_and_ends_one_past_it() -> No
         OffsetRange("T", "broker-b", 0, 0, 7),  # one past 6, the queue's end
     ]
     assert offsets.time_window(opts.AtTimestamp(1000), opts.AtTimestamp(2000)) == (1000, 2000)
-    assert offsets.time_window(opts.Earliest(), opts.Latest()) == (0, None)
+    assert offsets.time_window(opts.Earliest(), opts.Latest()) == (0, offsets.NO_END_MS)
 
 
 def test_an_answer_by_time_outside_the_queue_is_kept_inside_it() -> None:

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
+from typing import Final
 
 from rocketkube.spark import options as opts
 
 __all__ = [
+    "NO_END_MS",
     "OffsetRange",
     "PlanningError",
     "QueueBounds",
@@ -116,10 +118,14 @@ def resolve_range(
     return OffsetRange(queue.topic, queue.broker_name, queue.queue_id, start, end)
 
 
-def time_window(starting: opts.OffsetSpec, ending: opts.OffsetSpec) -> tuple[int, int | None]:
-    """Store times ``[low, high)`` (``None``: no bound) a read by time keeps."""
+#: A store time later than any (the upper bound of a read not ended by time).
+NO_END_MS: Final = 1 << 63
+
+
+def time_window(starting: opts.OffsetSpec, ending: opts.OffsetSpec) -> tuple[int, int]:
+    """Store times ``[low, high)`` a read keeps: every one unless bounded by time."""
     low = starting.ms if isinstance(starting, opts.AtTimestamp) else 0
-    high = ending.ms if isinstance(ending, opts.AtTimestamp) else None
+    high = ending.ms if isinstance(ending, opts.AtTimestamp) else NO_END_MS
     return low, high
 
 

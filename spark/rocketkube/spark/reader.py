@@ -107,11 +107,8 @@ def read_range(options: opts.ReadOptions, piece: offsets.OffsetRange) -> Iterato
             count = min(options.pull_batch_size, piece.end - offset)
             result = _pull(admin, queue, offset, count, options.tag_expression, addr)
             for message in result.messages:
-                if not offset <= message.queue_offset < piece.end:
-                    continue
-                if message.store_timestamp >= low and (
-                    high is None or message.store_timestamp < high
-                ):
+                in_range = offset <= message.queue_offset < piece.end
+                if in_range and low <= message.store_timestamp < high:
                     yield schema.message_row(message, piece.broker_name)
             offset = _next_offset(result, offset, piece, addr)
 
