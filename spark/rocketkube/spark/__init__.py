@@ -1,0 +1,27 @@
+"""rocketkube's Spark data source: RocketMQ topics as DataFrames (batch read and write).
+
+Install with ``pip install 'rocketkube[spark]'``, then::
+
+    from rocketkube.spark import RocketMQDataSource
+
+    spark.dataSource.register(RocketMQDataSource)
+    df = (spark.read.format("rocketmq")
+          .option("namesrvAddr", "127.0.0.1:9876").option("topic", "Orders").load())
+
+Modules (pure ones first):
+
+- :mod:`.options`: the options, parsed and checked at planning.
+- :mod:`.schema`: the row schema and a message's row.
+- :mod:`.offsets`: queue offset ranges planned and split into partitions.
+- :mod:`.reader`: the batch reader (plans through the admin API, pulls in executors).
+- :mod:`.writer`: the batch writer (the SDK's producer, batched).
+- :mod:`.source`: the data source Spark instantiates.
+
+Spark also finds it without a register call through the top-level module
+``pyspark_rocketkube`` (its ``DefaultSource``), as it looks for every module named
+``pyspark_*``.
+"""
+
+from rocketkube.spark.source import RocketMQDataSource
+
+__all__ = ["RocketMQDataSource"]

@@ -1,0 +1,309 @@
+"""The data source's options: parsed and checked once, at planning, into frozen dataclasses.
+
+Names follow Spark's Kafka source where the meaning is the same. Spark hands options over
+case-insensitively (lower-cased keys), so names are matched without regard to case; an
+unknown name is refused, so a misspelt option cannot be silently ignored.
+
+Reading (:func:`parse_read_options`):
+
+===========================  =================================================================
+``namesrvAddr``              name server(s), ``host:port``, several separated by ``;``
+``topic``                    one topic or a comma-separated list (required)
+``startingOffsets``          ``earliest`` (default) or JSON per topic, broker and queue
+``endingOffsets``            ``latest`` (default) or JSON per topic, broker and queue
+``startingTimestamp``        epoch milliseconds; wins over ``startingOffsets``
+``endingTimestamp``          epoch milliseconds; wins over ``endingOffsets``
+``tagExpression``            ``*`` (default) or ``TagA || TagB``
+``pullBatchSize``            messages per pull, 1 to 1024 (default 32)
+``maxMessagesPerPartition``  a Spark partition reads at most this many offsets (default 100000)
+``readFromSlave``            ``true`` reads from a slave of the queue's broker when it has one
+===========================  =================================================================
+
+Offsets JSON, as Kafka's: ``{"T": {"broker-a": {"0": 42, "1": -2}}}``, where ``-2`` means the
+queue's earliest offset and ``-1`` its latest; a queue left out takes the default
+(``earliest`` to start, ``latest`` to end).
+
+Writing (:func:`parse_write_options`): ``namesrvAddr``, ``topic`` (when given it is every
+row's topic, as in Kafka's sink; else each row's ``topic`` column), ``producerGroup`` and
+``writeBatchSize`` (messages per batch send, default 64).
+
+A bad value raises :class:`OptionError`, naming the option and the forms it accepts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Final
+
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "AtTimestamp",
+    "Earliest",
+    "Latest",
+    "OffsetSpec",
+    "OptionError",
+    "PerQueue",
+    "QueueKey",
+    "ReadOptions",
+    "WriteOptions",
+    "parse_read_options",
+    "parse_write_options",
+]
+
+#: A queue offset in offsets JSON meaning the queue's first stored message (Kafka's -2).
+EARLIEST: Final = -2
+#: A queue offset in offsets JSON meaning the queue's end (Kafka's -1).
+LATEST: Final = -1
+
+DEFAULT_NAMESRV: Final = "127.0.0.1:9876"
+DEFAULT_PULL_BATCH_SIZE: Final = 32
+MAX_PULL_BATCH_SIZE: Final = 1024
+DEFAULT_MAX_MESSAGES_PER_PARTITION: Final = 100_000
+DEFAULT_PRODUCER_GROUP: Final = "rocketkube-spark-writer"
+DEFAULT_WRITE_BATCH_SIZE: Final = 64
+
+_OFFSETS_JSON: Final = (
+    'JSON per topic, broker and queue such as {"T": {"broker-a": {"0": 42}}} '
+    f"({EARLIEST}: earliest, {LATEST}: latest)"
+)
+_READ_NAMES: Final = (
+    "namesrvAddr",
+    "topic",
+    "startingOffsets",
+    "endingOffsets",
+    "startingTimestamp",
+    "endingTimestamp",
+    "tagExpression",
+    "pullBatchSize",
+    "maxMessagesPerPartition",
+    "readFromSlave",
+)
+_WRITE_NAMES: Final = ("namesrvAddr", "topic", "producerGroup", "writeBatchSize")
+
+
+class OptionError(ValueError):
+    """A data source option is missing, unknown or malformed; the message names it."""
+
+    def __init__(self, name: str, value: str | None, accepted: str) -> None:
+        shown = "missing" if value is None else repr(value)
+        super().__init__(f"rocketmq option {name}: {shown} is not valid; expected {accepted}")
+        self.option = name
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QueueKey:
+    """One queue of a topic on a broker, as offsets JSON names it."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Earliest:
+    """Each queue's first stored message."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Latest:
+    """Each queue's end: the offset its next message will get."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AtTimestamp:
+    """Each queue's first message stored at or after ``ms`` (SEARCH_OFFSET_BY_TIMESTAMP)."""
+
+    ms: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PerQueue:
+    """Offsets named per queue (:data:`EARLIEST` and :data:`LATEST` allowed); every other
+    queue takes ``default``."""
+
+    offsets: Mapping[QueueKey, int]
+    default: Earliest | Latest
+
+
+OffsetSpec = Earliest | Latest | AtTimestamp | PerQueue
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReadOptions:
+    """What a batch read covers and how it pulls."""
+
+    namesrv_addr: str
+    topics: tuple[str, ...]
+    starting: OffsetSpec = Earliest()
+    ending: OffsetSpec = Latest()
+    tag_expression: str = "*"
+    pull_batch_size: int = DEFAULT_PULL_BATCH_SIZE
+    max_messages_per_partition: int = DEFAULT_MAX_MESSAGES_PER_PARTITION
+    read_from_slave: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WriteOptions:
+    """Where a batch write sends and how it groups messages."""
+
+    namesrv_addr: str
+    topic: str | None = None
+    producer_group: str = DEFAULT_PRODUCER_GROUP
+    write_batch_size: int = DEFAULT_WRITE_BATCH_SIZE
+
+
+def _known(options: Mapping[str, str], names: tuple[str, ...]) -> dict[str, str]:
+    """The options keyed by their documented names; an unknown name is an error."""
+    by_lower = {name.lower(): name for name in names}
+    known: dict[str, str] = {}
+    for key, value in options.items():
+        name = by_lower.get(key.lower())
+        if name is None:
+            raise OptionError(key, value, "no such option; known: " + ", ".join(names))
+        known[name] = value
+    return known
+
+
+def _positive_int(name: str, value: str | None, default: int, maximum: int | None = None) -> int:
+    if value is None:
+        return default
+    limit = f" up to {maximum}" if maximum is not None else ""
+    try:
+        number = int(value.strip())
+    except ValueError:
+        number = 0
+    if number < 1 or (maximum is not None and number > maximum):
+        raise OptionError(name, value, f"a whole number from 1{limit}")
+    return number
+
+
+def _timestamp(name: str, value: str) -> AtTimestamp:
+    try:
+        ms = int(value.strip())
+    except ValueError:
+        ms = -1
+    if ms < 0:
+        raise OptionError(name, value, "epoch milliseconds, a whole number of 0 or more")
+    return AtTimestamp(ms)
+
+
+def _boolean(name: str, value: str | None) -> bool:
+    if value is None:
+        return False
+    text = value.strip().lower()
+    if text not in ("true", "false"):
+        raise OptionError(name, value, "true or false")
+    return text == "true"
+
+
+def _topics(value: str | None) -> tuple[str, ...]:
+    topics = tuple(t.strip() for t in (value or "").split(",") if t.strip())
+    if not topics:
+        raise OptionError("topic", value, "a topic name or a comma-separated list of them")
+    return topics
+
+
+def _queue_offsets(name: str, value: str) -> dict[QueueKey, int]:
+    """``{"T": {"broker-a": {"0": 42}}}`` into queue -> offset."""
+    try:
+        tree = json.loads(value)
+    except ValueError:
+        tree = None
+    offsets: dict[QueueKey, int] = {}
+    if not isinstance(tree, dict) or not tree:
+        raise OptionError(name, value, _OFFSETS_JSON)
+    for topic, brokers in tree.items():
+        if not isinstance(brokers, dict):
+            raise OptionError(name, value, _OFFSETS_JSON)
+        for broker, queues in brokers.items():
+            if not isinstance(queues, dict):
+                raise OptionError(name, value, _OFFSETS_JSON)
+            for queue, offset in queues.items():
+                if not (queue.isdigit() and type(offset) is int and offset >= EARLIEST):
+                    raise OptionError(name, value, _OFFSETS_JSON)
+                offsets[QueueKey(topic, broker, int(queue))] = offset
+    return offsets
+
+
+def _offsets(
+    name: str, value: str | None, default: Earliest | Latest, topics: tuple[str, ...]
+) -> OffsetSpec:
+    """``startingOffsets`` (default earliest) or ``endingOffsets`` (default latest); a batch
+    may neither start at ``latest`` nor end at ``earliest``, as in Kafka's source."""
+    word = "earliest" if isinstance(default, Earliest) else "latest"
+    if value is None or value.strip().lower() == word:
+        return default
+    if not value.lstrip().startswith("{"):
+        raise OptionError(name, value, f"{word} or {_OFFSETS_JSON}")
+    offsets = _queue_offsets(name, value)
+    strangers = sorted({key.topic for key in offsets} - set(topics))
+    if strangers:
+        raise OptionError(name, value, f"offsets of the topics read ({', '.join(topics)}) only")
+    return PerQueue(offsets, default)
+
+
+def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
+    """The read options, checked; raises :class:`OptionError`."""
+    known = _known(options, _READ_NAMES)
+    topics = _topics(known.get("topic"))
+    starting = _offsets("startingOffsets", known.get("startingOffsets"), Earliest(), topics)
+    ending = _offsets("endingOffsets", known.get("endingOffsets"), Latest(), topics)
+    if "startingTimestamp" in known:
+        starting = _timestamp("startingTimestamp", known["startingTimestamp"])
+    if "endingTimestamp" in known:
+        ending = _timestamp("endingTimestamp", known["endingTimestamp"])
+    return ReadOptions(
+        namesrv_addr=_namesrv(known.get("namesrvAddr")),
+        topics=topics,
+        starting=starting,
+        ending=ending,
+        tag_expression=(known.get("tagExpression") or "").strip() or "*",
+        pull_batch_size=_positive_int(
+            "pullBatchSize",
+            known.get("pullBatchSize"),
+            DEFAULT_PULL_BATCH_SIZE,
+            MAX_PULL_BATCH_SIZE,
+        ),
+        max_messages_per_partition=_positive_int(
+            "maxMessagesPerPartition",
+            known.get("maxMessagesPerPartition"),
+            DEFAULT_MAX_MESSAGES_PER_PARTITION,
+        ),
+        read_from_slave=_boolean("readFromSlave", known.get("readFromSlave")),
+    )
+
+
+def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
+    """The write options, checked; raises :class:`OptionError`."""
+    known = _known(options, _WRITE_NAMES)
+    topic = known.get("topic")
+    if topic is not None and (not topic.strip() or "," in topic):
+        raise OptionError("topic", topic, "one topic name (or no option: each row's topic)")
+    group = known.get("producerGroup", DEFAULT_PRODUCER_GROUP).strip()
+    if not group:
+        raise OptionError("producerGroup", known["producerGroup"], "a producer group name")
+    return WriteOptions(
+        namesrv_addr=_namesrv(known.get("namesrvAddr")),
+        topic=topic.strip() if topic is not None else None,
+        producer_group=group,
+        write_batch_size=_positive_int(
+            "writeBatchSize", known.get("writeBatchSize"), DEFAULT_WRITE_BATCH_SIZE
+        ),
+    )
+
+
+def _namesrv(value: str | None) -> str:
+    if value is None:
+        return DEFAULT_NAMESRV
+    addrs = [a.strip() for a in value.split(";") if a.strip()]
+    if not addrs or not all(_is_host_port(a) for a in addrs):
+        raise OptionError("namesrvAddr", value, "host:port, several separated by ';'")
+    return ";".join(addrs)
+
+
+def _is_host_port(addr: str) -> bool:
+    host, _, port = addr.rpartition(":")
+    return bool(host) and port.isdigit() and 0 < int(port) < 65536

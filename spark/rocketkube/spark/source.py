@@ -1,0 +1,38 @@
+"""The ``rocketmq`` data source: what Spark instantiates for ``format("rocketmq")``.
+
+Spark builds it from the query's options wherever it plans the query; the options are
+checked there (:mod:`.options`), so a bad one fails the query before any task runs. Reads are
+planned and run by :mod:`.reader`, writes by :mod:`.writer`. Batch only, for now.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import DataSource
+from pyspark.sql.types import StructType
+
+from rocketkube.spark import options, reader, schema, writer
+
+__all__ = ["RocketMQDataSource"]
+
+
+class RocketMQDataSource(DataSource):
+    """``spark.read.format("rocketmq")`` and ``df.write.format("rocketmq")``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "rocketmq"
+
+    def schema(self) -> StructType:
+        return schema.SCHEMA
+
+    def reader(self, schema: StructType) -> reader.BatchReader:
+        return reader.BatchReader(options.parse_read_options(self.options))
+
+    def writer(self, schema: StructType, overwrite: bool) -> writer.BatchWriter:
+        if overwrite:
+            raise writer.SchemaError(
+                'rocketmq write: a topic cannot be overwritten, only appended to (mode("append"))'
+            )
+        parsed = options.parse_write_options(self.options)
+        writer.check_schema(schema, parsed)
+        return writer.BatchWriter(parsed)

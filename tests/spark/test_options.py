@@ -1,0 +1,131 @@
+"""The data source's options, parsed without Spark: defaults, every accepted form, and a
+clear error naming the option for each bad one."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocketkube.spark import options as opts
+
+
+def test_defaults_read_everything_stored_now() -> None:
+    parsed = opts.parse_read_options({"topic": "Orders"})
+    assert parsed == opts.ReadOptions(
+        namesrv_addr="127.0.0.1:9876",
+        topics=("Orders",),
+        starting=opts.Earliest(),
+        ending=opts.Latest(),
+        tag_expression="*",
+        pull_batch_size=32,
+        max_messages_per_partition=100_000,
+        read_from_slave=False,
+    )
+
+
+def test_names_are_matched_without_case_as_spark_lowercases_them() -> None:
+    parsed = opts.parse_read_options(
+        {
+            "namesrvaddr": "10.0.0.1:9876; 10.0.0.2:9876",
+            "TOPIC": "A, B,,C",
+            "tagexpression": "TagA || TagB",
+            "pullbatchsize": "64",
+            "maxMessagesPerPartition": "5",
+            "readfromslave": "TRUE",
+        }
+    )
+    assert parsed.namesrv_addr == "10.0.0.1:9876;10.0.0.2:9876"
+    assert parsed.topics == ("A", "B", "C")
+    assert parsed.tag_expression == "TagA || TagB"
+    assert parsed.pull_batch_size == 64
+    assert parsed.max_messages_per_partition == 5
+    assert parsed.read_from_slave is True
+
+
+def test_offsets_json_per_topic_broker_and_queue() -> None:
+    parsed = opts.parse_read_options(
+        {
+            "topic": "T,U",
+            "startingOffsets": '{"T": {"broker-a": {"0": 42, "1": -2}}, "U": {"b": {"3": 7}}}',
+            "endingOffsets": '{"T": {"broker-a": {"0": -1}}}',
+        }
+    )
+    assert parsed.starting == opts.PerQueue(
+        {
+            opts.QueueKey("T", "broker-a", 0): 42,
+            opts.QueueKey("T", "broker-a", 1): opts.EARLIEST,
+            opts.QueueKey("U", "b", 3): 7,
+        },
+        opts.Earliest(),
+    )
+    assert parsed.ending == opts.PerQueue(
+        {opts.QueueKey("T", "broker-a", 0): opts.LATEST}, opts.Latest()
+    )
+
+
+def test_timestamps_win_over_offsets() -> None:
+    parsed = opts.parse_read_options(
+        {
+            "topic": "T",
+            "startingOffsets": "earliest",
+            "startingTimestamp": "1700000000000",
+            "endingTimestamp": "1700000060000",
+        }
+    )
+    assert parsed.starting == opts.AtTimestamp(1_700_000_000_000)
+    assert parsed.ending == opts.AtTimestamp(1_700_000_060_000)
+
+
+def test_write_options() -> None:
+    assert opts.parse_write_options({}) == opts.WriteOptions("127.0.0.1:9876")
+    parsed = opts.parse_write_options(
+        {"topic": " Out ", "producergroup": "etl", "writeBatchSize": "8"}
+    )
+    assert parsed == opts.WriteOptions("127.0.0.1:9876", "Out", "etl", 8)
+
+
+@pytest.mark.parametrize(
+    ("options", "option", "accepted"),
+    [
+        ({}, "topic", "a topic name or a comma-separated list"),
+        ({"topic": " , "}, "topic", "a topic name or a comma-separated list"),
+        ({"topic": "T", "startingOffsets": "latest"}, "startingOffsets", "earliest or JSON"),
+        ({"topic": "T", "endingOffsets": "earliest"}, "endingOffsets", "latest or JSON"),
+        ({"topic": "T", "startingOffsets": "{not json"}, "startingOffsets", "JSON per topic"),
+        ({"topic": "T", "startingOffsets": '{"T": {"b": {"x": 1}}}'}, "startingOffsets", "JSON"),
+        ({"topic": "T", "startingOffsets": '{"T": {"b": {"0": -3}}}'}, "startingOffsets", "JSON"),
+        ({"topic": "T", "startingOffsets": '{"T": {"b": {"0": 1.5}}}'}, "startingOffsets", "JSON"),
+        ({"topic": "T", "startingOffsets": '{"T": {"b": [1]}}'}, "startingOffsets", "JSON"),
+        ({"topic": "T", "endingOffsets": '{"X": {"b": {"0": 1}}}'}, "endingOffsets", "(T) only"),
+        ({"topic": "T", "startingTimestamp": "yesterday"}, "startingTimestamp", "epoch millis"),
+        ({"topic": "T", "endingTimestamp": "-5"}, "endingTimestamp", "epoch milliseconds"),
+        ({"topic": "T", "pullBatchSize": "0"}, "pullBatchSize", "from 1 up to 1024"),
+        ({"topic": "T", "pullBatchSize": "2000"}, "pullBatchSize", "from 1 up to 1024"),
+        ({"topic": "T", "maxMessagesPerPartition": "many"}, "maxMessagesPerPartition", "from 1"),
+        ({"topic": "T", "readFromSlave": "yes"}, "readFromSlave", "true or false"),
+        ({"topic": "T", "namesrvAddr": "localhost"}, "namesrvAddr", "host:port"),
+        ({"topic": "T", "namesrvAddr": "h:99999"}, "namesrvAddr", "host:port"),
+        ({"topic": "T", "startingOffset": "earliest"}, "startingOffset", "known: namesrvAddr"),
+    ],
+)
+def test_a_bad_read_option_is_named_with_what_it_accepts(
+    options: dict[str, str], option: str, accepted: str
+) -> None:
+    with pytest.raises(opts.OptionError, match=f"rocketmq option {option}: ") as caught:
+        opts.parse_read_options(options)
+    assert accepted in str(caught.value)
+    assert caught.value.option == option
+
+
+@pytest.mark.parametrize(
+    ("options", "option"),
+    [
+        ({"topic": "A,B"}, "topic"),
+        ({"topic": "  "}, "topic"),
+        ({"producerGroup": ""}, "producerGroup"),
+        ({"writeBatchSize": "0"}, "writeBatchSize"),
+        ({"startingOffsets": "earliest"}, "startingOffsets"),
+    ],
+)
+def test_a_bad_write_option_is_named(options: dict[str, str], option: str) -> None:
+    with pytest.raises(opts.OptionError, match=f"rocketmq option {option}: "):
+        opts.parse_write_options(options)
