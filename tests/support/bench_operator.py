@@ -39,6 +39,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -47,7 +48,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -153,7 +154,9 @@ class Recorder:
         return None if None in times else max(t for t in times if t is not None)
 
 
-def requests_between(before: Counter[tuple[str, str]], after: Counter[tuple[str, str]]) -> dict[str, int]:
+def requests_between(
+    before: Counter[tuple[str, str]], after: Counter[tuple[str, str]]
+) -> dict[str, int]:
     """The requests of a phase: ``{"total": n, "PATCH topics/status": n, ...}``."""
     spent = after - before
     out = {"total": sum(spent.values())}
@@ -336,8 +339,11 @@ class Bench:
         created = time.monotonic()
         done = await self.until(lambda: self.recorder.topics_ready(wanted), f"{count} Topics Ready")
         elapsed = done - started
+        times = sorted(self.recorder.ready_topics[name] - started for name in wanted)
         return {
             "created_s": created - started,
+            "first_ready_s": times[0],
+            "half_ready_s": times[(len(times) - 1) // 2],
             "create_to_ready_s": elapsed,
             "topics_per_s": count / elapsed if elapsed > 0 else 0.0,
             "ms_per_topic": 1000 * elapsed / count if count else 0.0,
@@ -393,11 +399,12 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 async def phase(bench: Bench, figures: dict[str, Any], name: str, run: Any) -> None:
     """Run a phase; its figures, the operator's memory after it, its API requests."""
     before = bench.recorder.counted()
-    cpu = usage(bench.operator_pid).cpu
+    cpu, emulator_cpu = usage(bench.operator_pid).cpu, time.process_time()
     out: dict[str, Any] = await run
     after = usage(bench.operator_pid)
     out.update(memory(bench.operator_pid))
     out["cpu_s"] = after.cpu - cpu
+    out["emulator_cpu_s"] = time.process_time() - emulator_cpu
     out["requests"] = requests_between(before, bench.recorder.counted())
     figures[name] = out
 
@@ -419,9 +426,11 @@ def summary(figures: dict[str, Any]) -> list[str]:
         f"{cluster['create_to_objects_s']:.2f} s); -> Ready {cluster['apply_to_ready_s']:.1f} s;"
         f" {cluster['requests']['total']} API requests",
         f"RSS before the topics: {cluster['rss_mib']:.1f} MiB",
-        f"{n} Topics -> Ready: {topics['create_to_ready_s']:.2f} s "
+        f"{n} Topics -> Ready: {topics['create_to_ready_s']:.2f} s (the first "
+        f"{topics['first_ready_s']:.2f} s, half {topics['half_ready_s']:.2f} s) "
         f"({topics['topics_per_s']:.1f} topics/s, {topics['ms_per_topic']:.1f} ms each); "
-        f"operator CPU {topics['cpu_s']:.1f} s; {topics['requests']['total']} API requests "
+        f"operator CPU {topics['cpu_s']:.1f} s (the emulated API server's "
+        f"{topics['emulator_cpu_s']:.1f} s); {topics['requests']['total']} API requests "
         f"({topics['requests']['total'] / max(n, 1):.1f} per topic)",
         f"RSS with {n} Topics: {topics['rss_mib']:.1f} MiB (peak {topics['hwm_mib']:.1f} MiB)",
         f"steady {still['seconds']:g} s with {n} Topics: CPU "
@@ -445,6 +454,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--timeout", type=float, default=900.0, metavar="SECONDS",
         help="the longest the whole run may take (900)",
     )  # fmt: skip
+    parser.add_argument(
+        "--workdir", type=Path, metavar="DIR",
+        help="keep the processes' logs and stores here (default: a temporary folder, removed)",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="the figures as JSON on stdout")
     args = parser.parse_args(argv)
     if args.topics < 1 or args.steady < 0 or args.timeout <= 0:
@@ -454,13 +467,17 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
-    with tempfile.TemporaryDirectory(prefix="bench-operator-") as work:
+    # The operator's watches end with a reset when it stops: aiohttp would print each.
+    logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
+    with contextlib.ExitStack() as stack:
+        work = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        work.mkdir(parents=True, exist_ok=True)
         try:
-            figures = asyncio.run(run(args, Path(work)))
+            figures = asyncio.run(run(args, work))
         except Unfinished as exc:
-            tail = (Path(work) / "operator.log")
-            log = tail.read_text(errors="replace").splitlines()[-40:] if tail.exists() else []
-            print(f"bench operator: {exc}", *log, sep="\n", file=sys.stderr)
+            log = work / "operator.log"
+            tail = log.read_text(errors="replace").splitlines()[-40:] if log.exists() else []
+            print(f"bench operator: {exc}", *tail, sep="\n", file=sys.stderr)
             return 1
     lines = summary(figures)
     if args.json:
