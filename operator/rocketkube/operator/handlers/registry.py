@@ -14,9 +14,6 @@ Topic              reconcile; retry until Ready       reconcile (drift repaired)
 ConsumerGroup      reconcile; retry until Ready       reconcile, lag read
 =================  ================================  ==================================
 
-A Topic's or ConsumerGroup's timer ticks first one interval after it is seen, not at once:
-the change handler is making that first pass.
-
 A spec the schema let through but the operator cannot use is reported (Degraded,
 InvalidSpec) with a warning Event by the change handler, which then stops retrying
 (kopf.PermanentError); the timer reports it again without an Event.
@@ -81,13 +78,8 @@ def build(timer_interval: float = DEFAULT_TIMER_INTERVAL) -> kopf.OperatorRegist
         return await context_of(memo).login()
 
     _register(registry, CLUSTERS, "BrokerCluster", _cluster_pass, timer_interval)
-    # Their change handler makes the first pass and retries until Ready: a timer tick at
-    # once would only repeat that pass beside it.
-    later = timer_interval
-    _register(registry, TOPICS, topic.KIND, _topic_pass, timer_interval, first=later)
-    _register(
-        registry, CONSUMER_GROUPS, consumer_group.KIND, _group_pass, timer_interval, first=later
-    )
+    _register(registry, TOPICS, topic.KIND, _topic_pass, timer_interval)
+    _register(registry, CONSUMER_GROUPS, consumer_group.KIND, _group_pass, timer_interval)
 
     @kopf.on.delete(*TOPICS, registry=registry)
     async def topic_deleted(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -> None:
@@ -110,11 +102,8 @@ def _register(
     kind: str,
     run: Pass,
     interval: float,
-    *,
-    first: float | None = None,
 ) -> None:
-    """The ensure handler, the timer (its first tick ``first`` seconds after the resource
-    is seen; None: at once) and the counting watch of one kind."""
+    """The ensure handler, the timer and the counting watch of one kind."""
     plural = resource[2]
 
     async def changed(
@@ -137,7 +126,5 @@ def _register(
     changed_id = f"{plural}-changed"
     for decorate in (kopf.on.resume, kopf.on.create, kopf.on.update):
         decorate(*resource, registry=registry, id=changed_id)(changed)
-    kopf.timer(
-        *resource, registry=registry, id=f"{plural}-timer", interval=interval, initial_delay=first
-    )(tick)
+    kopf.timer(*resource, registry=registry, id=f"{plural}-timer", interval=interval)(tick)
     kopf.on.event(*resource, registry=registry, id=f"{plural}-seen")(seen)
