@@ -17,15 +17,15 @@ pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="no kube
 
 SCRIPT = Path(__file__).parents[1] / "support" / "bench_operator.py"
 TOPICS = 5
+API = "/apis/rocketkube.io/v1alpha1"
 
 
 @pytest.mark.parametrize(
     ("method", "path", "watch", "key"),
     [
-        ("GET", "/apis/rocketkube.io/v1alpha1/namespaces/default/topics", False, ("LIST", "topics")),
-        ("GET", "/apis/rocketkube.io/v1alpha1/topics", True, ("WATCH", "topics")),
-        ("PATCH", "/apis/rocketkube.io/v1alpha1/namespaces/ns/topics/t/status", False,
-         ("PATCH", "topics/status")),
+        ("GET", f"{API}/namespaces/default/topics", False, ("LIST", "topics")),
+        ("GET", f"{API}/topics", True, ("WATCH", "topics")),
+        ("PATCH", f"{API}/namespaces/ns/topics/t/status", False, ("PATCH", "topics/status")),
         ("GET", "/api/v1/namespaces/default/pods/demo-0", False, ("GET", "pods")),
         ("POST", "/api/v1/namespaces/default/events", False, ("POST", "events")),
         ("GET", "/api/v1/namespaces/default", False, ("GET", "namespaces")),
@@ -52,7 +52,7 @@ def test_a_small_run_prints_every_figure() -> None:
     assert cluster["objects"] == 12  # name servers and 2 groups: 4 kinds each
     assert 0 < cluster["create_to_objects_s"] <= cluster["apply_to_objects_s"]
     assert cluster["apply_to_objects_s"] <= cluster["apply_to_ready_s"]
-    assert cluster["requests"]["POST statefulsets"] == 3
+    assert cluster["requests"]["POST statefulsets"] >= 3  # one per StatefulSet, or a retry
     assert topics["create_to_ready_s"] > 0
     assert topics["topics_per_s"] == pytest.approx(TOPICS / topics["create_to_ready_s"])
     assert topics["requests"]["PATCH topics/status"] >= TOPICS
