@@ -141,7 +141,7 @@ class Recorder:
         with self.lock:
             return all(self.requests[("WATCH", plural)] for plural in WATCHED)
 
-    def first_added(self, wanted: list[tuple[str, str]]) -> float | None:
+    def all_added(self, wanted: list[tuple[str, str]]) -> float | None:
         """When the last of ``wanted`` was created, once all were."""
         with self.lock:
             times = [self.added.get(key) for key in wanted]
@@ -315,8 +315,8 @@ class Bench:
         applied = await asyncio.to_thread(self.kubectl, "apply", "-f", str(EXAMPLE))
         if applied.returncode != 0:
             raise Unfinished(f"kubectl apply failed: {applied.stderr}")
-        created = self.recorder.first_added([("brokerclusters", CLUSTER)]) or started
-        done = await self.until(lambda: self.recorder.first_added(wanted), "the cluster's objects")
+        created = self.recorder.all_added([("brokerclusters", CLUSTER)]) or started
+        done = await self.until(lambda: self.recorder.all_added(wanted), "the cluster's objects")
         for statefulset in {name for _, name in wanted}:
             statefulset_pods(self.cluster, statefulset, NAMESPACE)
         await self.until(self.cluster_ready, f"BrokerCluster {CLUSTER} Ready")
