@@ -7,7 +7,7 @@ SOURCES := common namesrv broker client operator spark tests hatch_build.py
 NODE_DIR := tests/interop/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed-stamp
 
-.PHONY: install lint test pytest run clean crds sandbox
+.PHONY: install lint test pytest run clean crds sandbox bench-operator
 
 # uv resolves and installs in seconds what pip takes minutes for; pip when uv cannot run.
 # The install compiles the C accelerators (hatch_build.py), so a changed .pyx reinstalls.
@@ -53,6 +53,11 @@ run: install
 # kubectl. `make sandbox SANDBOX_ARGS=--demo` also runs a small BrokerCluster's pods.
 sandbox: install
 	$(PY) tests/support/sandbox.py $(SANDBOX_ARGS)
+
+# Figures of the operator against the emulated API server (not a test: it prints numbers).
+# `make bench-operator BENCH_ARGS='--topics 100 --json'`
+bench-operator: install
+	$(PY) tests/support/bench_operator.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .data .mypy_cache .ruff_cache .pytest_cache

@@ -275,6 +275,8 @@ async def test_topic_configs_and_subscription_groups_of_a_broker(
     assert (topics[topic].read_queue_nums, topics[topic].write_queue_nums) == (3, 5)
     assert topics[topic].order
     assert "TBW102" in topics  # system topics too
+    assert await admin.topic_config(broker.address, topic) == topics[topic]
+    assert await admin.topic_config(broker.address, f"{topic}_absent") is None
     groups = await admin.subscription_groups(broker.address)
     assert groups[group].retry_max_times == 7
     assert not groups[group].consume_broadcast_enable

@@ -20,13 +20,14 @@ from kube_api import KubeApiServer, running_kube_api
 from operator_harness import Kubectl
 from waiting import wait_for_value
 
-from rocketkube.operator.api import crds
+from rocketkube.operator.api import crds, names
+from rocketkube.operator.handlers.context import overridden_address
 
 ROCKETKUBE = [sys.executable, "-m", "rocketkube.common"]
 FLAGS = (
     "--namespace", "--all-namespaces", "--standalone", "--peering", "--priority",
     "--liveness-port", "--metrics-port", "--kubeconfig", "--timer-interval", "--log-level",
-    "--print-crds",
+    "--print-crds", "--namesrv-override",
 )  # fmt: skip
 
 
@@ -64,6 +65,19 @@ def test_help_documents_every_flag() -> None:
         assert flag in shown.stdout, flag
     assert "-n NS" in shown.stdout
     assert "-A" in shown.stdout
+
+
+def test_namesrv_overrides_replace_only_the_clusters_they_name() -> None:
+    address_of = overridden_address({"demo": "127.0.0.1:9876;127.0.0.1:9976"})
+    assert address_of("demo", "rocketmq", 2) == "127.0.0.1:9876;127.0.0.1:9976"
+    assert address_of("other", "rocketmq", 2) == names.namesrv_address("other", "rocketmq", 2)
+
+
+@pytest.mark.parametrize("value", ["demo", "=127.0.0.1:9876", "demo=", " = "])
+def test_a_namesrv_override_without_cluster_and_address_is_refused(value: str) -> None:
+    refused = rocketkube("operator", "--namesrv-override", value)
+    assert refused.returncode == 2
+    assert "is not CLUSTER=ADDR" in refused.stderr
 
 
 def test_print_crds_is_what_kubectl_applies(kube: KubeApiServer, tmp_path: Path) -> None:

@@ -30,7 +30,8 @@ Module map::
 Use :func:`running_kube_api` for a module-scoped fixture (the server runs on its own event
 loop in a thread, so synchronous tests, subprocesses and other loops can all use it), or
 ``async with KubeApiServer(...)`` inside a test's loop. ``server.cluster`` reads and
-writes objects in-process and ``server.cluster.on_change`` observes every write.
+writes objects in-process and ``server.cluster.on_change`` observes every write;
+``on_request`` sees every HTTP request as it arrives (reads and watches too).
 """
 
 from __future__ import annotations
@@ -39,17 +40,21 @@ import asyncio
 import contextlib
 import secrets
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
 import yaml
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 from kube_api_cluster import Cluster
 from kube_api_http import make_app
 from kube_api_watch import Watches
 
-__all__ = ["Cluster", "KubeApiServer", "running_kube_api", "write_kubeconfig"]
+__all__ = ["Cluster", "KubeApiServer", "RequestHook", "running_kube_api", "write_kubeconfig"]
+
+RequestHook = Callable[[web.Request], None]
+"""Called with each request before it is served (on the server's loop: be quick)."""
 
 
 def write_kubeconfig(path: Path, url: str, token: str, namespace: str = "default") -> Path:
@@ -86,8 +91,10 @@ class KubeApiServer:
         cluster: Cluster | None = None,
         bookmark_interval: float = 5.0,
         watch_timeout: float = 1800.0,
+        on_request: RequestHook | None = None,
     ) -> None:
         self.cluster = cluster or Cluster()
+        self._on_request = on_request
         self.kubeconfig = kubeconfig_path
         self.token = token or secrets.token_hex(16)
         self._port = port
@@ -97,6 +104,8 @@ class KubeApiServer:
 
     async def start(self) -> None:
         app = make_app(self.cluster, self._watches, self.token)
+        if self._on_request is not None:
+            app.middlewares.append(_observing(self._on_request))
         self._runner = web.AppRunner(app, shutdown_timeout=1.0, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self._port)
@@ -124,14 +133,32 @@ class KubeApiServer:
         await self.stop()
 
 
+def _observing(hook: RequestHook) -> Middleware:
+    @web.middleware
+    async def observe(request: web.Request, handler: Handler) -> web.StreamResponse:
+        hook(request)
+        return await handler(request)
+
+    return observe
+
+
 @contextlib.contextmanager
 def running_kube_api(
-    kubeconfig_path: Path, *, cluster: Cluster | None = None, bookmark_interval: float = 5.0
+    kubeconfig_path: Path,
+    *,
+    cluster: Cluster | None = None,
+    bookmark_interval: float = 5.0,
+    on_request: RequestHook | None = None,
 ) -> Iterator[KubeApiServer]:
     """Run a :class:`KubeApiServer` on its own event loop in a thread for the block's
     duration."""
     loop = asyncio.new_event_loop()
-    server = KubeApiServer(kubeconfig_path, cluster=cluster, bookmark_interval=bookmark_interval)
+    server = KubeApiServer(
+        kubeconfig_path,
+        cluster=cluster,
+        bookmark_interval=bookmark_interval,
+        on_request=on_request,
+    )
     thread = threading.Thread(target=loop.run_forever, name="kube-api", daemon=True)
     thread.start()
     try:

@@ -4,6 +4,7 @@
 
     rocketkube operator --print-crds | kubectl apply -f -
     rocketkube operator -n rocketmq --metrics-port 9090 --liveness-port 8080
+    rocketkube operator --kubeconfig dev.yaml --namesrv-override demo=127.0.0.1:9876
 
 This module imports neither kopf nor the Kubernetes client: ``rocketkube`` loads every
 subcommand's flags at start, and the operator's dependencies are an extra
@@ -18,7 +19,12 @@ import sys
 
 from rocketkube.common import runtime
 from rocketkube.common.cli import Command
-from rocketkube.operator.handlers.context import DEFAULT_TIMER_INTERVAL, Timing
+from rocketkube.operator.handlers.context import (
+    DEFAULT_TIMER_INTERVAL,
+    Timing,
+    in_cluster_address,
+    overridden_address,
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -65,6 +71,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         f"(default {DEFAULT_TIMER_INTERVAL:g})",
     )  # fmt: skip
     parser.add_argument(
+        "--namesrv-override", action="append", default=[], type=namesrv_override,
+        metavar="CLUSTER=ADDR",
+        help="for development and benchmarks, with the operator outside the cluster: reach "
+        "the name servers of every BrokerCluster named CLUSTER at ADDR (a:9876;b:9876) "
+        "instead of their in-cluster DNS names (repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
         "--log-level", default=os.environ.get("ROCKETKUBE_LOG_LEVEL", "INFO"),
         help="DEBUG, INFO, WARNING or ERROR (default INFO)",
     )  # fmt: skip
@@ -73,6 +86,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="print the CustomResourceDefinitions as YAML and exit "
         "(rocketkube operator --print-crds | kubectl apply -f -)",
     )  # fmt: skip
+
+
+def namesrv_override(value: str) -> tuple[str, str]:
+    """``CLUSTER=ADDR`` as (cluster, address)."""
+    cluster, sep, address = value.partition("=")
+    if not (sep and cluster.strip() and address.strip()):
+        raise argparse.ArgumentTypeError(f"{value!r} is not CLUSTER=ADDR")
+    return cluster.strip(), address.strip()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,8 +116,11 @@ def run(args: argparse.Namespace) -> int:
         timing=Timing(timer_interval=args.timer_interval),
     )
 
+    overrides = dict(args.namesrv_override)
+    address_of = overridden_address(overrides) if overrides else in_cluster_address
+
     async def operate() -> int:
-        await main.operate(options)
+        await main.operate(options, address_of=address_of)
         return 0
 
     return runtime.run(operate())

@@ -5,7 +5,8 @@ Where each reading comes from::
 
     masters, slaves        GET_BROKER_CLUSTER_INFO: the brokers registered under the
                            cluster's brokerClusterName, by brokerName (so by group)
-    Inventory              a master's GET_ALL_TOPIC_CONFIG and GET_ALL_SUBSCRIPTIONGROUP_CONFIG
+    Inventory              a master's GET_ALL_TOPIC_CONFIG and GET_ALL_SUBSCRIPTIONGROUP_CONFIG;
+                           for a Topic's pass, its topic's entry of the first alone
     replication lag        GET_BROKER_RUNTIME_INFO's commitLogMaxOffset of the master less
                            its furthest slave's (unknown while a slave is not registered)
     write permission       the name servers' route of the topic named after the brokerName
@@ -22,7 +23,7 @@ Failures are kept in :attr:`Brokers.errors`, for the ``AdminUnreachable`` messag
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Final
 
@@ -31,6 +32,7 @@ from rocketkube.client.errors import MQClientError, TopicNotExistError
 from rocketkube.common.errors import RocketKubeError
 from rocketkube.common.protocol import permission
 from rocketkube.common.protocol.route import BrokerData, ClusterInfo
+from rocketkube.common.protocol.topic_config import TopicConfig
 from rocketkube.operator.api import names
 from rocketkube.operator.plans import consumer_groups, observed, topics
 
@@ -92,22 +94,29 @@ class Brokers:
 
     async def inventory(self, group: int) -> observed.Inventory | None:
         """What group ``group``'s master holds, or None when it did not answer."""
-        address = await self.master(group)
-        if address is None:
-            if self._info is not None:
-                self.errors.append(f"{names.broker_name(self.cluster, group)} is not registered")
-            return None
-        try:
-            topic_table = await self.admin.topic_configs(address)
-            group_table = await self.admin.subscription_groups(address)
-        except ADMIN_ERRORS as exc:
-            self._failed(f"{names.broker_name(self.cluster, group)} did not answer", exc)
-            return None
+        return await self._on_master(group, self._everything)
+
+    async def inventories(self, groups: Iterable[int]) -> dict[int, observed.Inventory | None]:
+        return {group: await self.inventory(group) for group in groups}
+
+    async def topic_inventories(
+        self, groups: Iterable[int], topic: str
+    ) -> dict[int, observed.Inventory | None]:
+        """Each group master's state of ``topic`` alone (an Inventory holding it, or
+        nothing when the master lacks it; None when it did not answer): a Topic's pass
+        reads no subscription groups and turns no other topic into observed state."""
+
+        async def read(address: str) -> observed.Inventory:
+            found = await self.admin.topic_config(address, topic)
+            return observed.Inventory(topics={} if found is None else {topic: _state(found)})
+
+        return {group: await self._on_master(group, read) for group in groups}
+
+    async def _everything(self, address: str) -> observed.Inventory:
+        topic_table = await self.admin.topic_configs(address)
+        group_table = await self.admin.subscription_groups(address)
         return observed.Inventory(
-            topics={
-                name: observed.TopicState(c.read_queue_nums, c.write_queue_nums, c.perm, c.order)
-                for name, c in topic_table.items()
-            },
+            topics={name: _state(config) for name, config in topic_table.items()},
             consumer_groups={
                 name: observed.GroupSettings(
                     retry_max_times=c.retry_max_times,
@@ -120,8 +129,21 @@ class Brokers:
             },
         )
 
-    async def inventories(self, groups: Iterable[int]) -> dict[int, observed.Inventory | None]:
-        return {group: await self.inventory(group) for group in groups}
+    async def _on_master(
+        self, group: int, read: Callable[[str], Awaitable[observed.Inventory]]
+    ) -> observed.Inventory | None:
+        """``read`` from group ``group``'s master, or None (the reason kept in
+        :attr:`errors`) when it is not registered or does not answer."""
+        address = await self.master(group)
+        if address is None:
+            if self._info is not None:
+                self.errors.append(f"{names.broker_name(self.cluster, group)} is not registered")
+            return None
+        try:
+            return await read(address)
+        except ADMIN_ERRORS as exc:
+            self._failed(f"{names.broker_name(self.cluster, group)} did not answer", exc)
+            return None
 
     async def replication_lag(self, group: int, replicas: int) -> int | None:
         """Bytes the furthest slave of ``group`` is behind its master (None: unknown)."""
@@ -240,6 +262,12 @@ class Brokers:
                 f"{names.broker_name(self.cluster, group)} has no master registered"
             )
         return address
+
+
+def _state(config: TopicConfig) -> observed.TopicState:
+    return observed.TopicState(
+        config.read_queue_nums, config.write_queue_nums, config.perm, config.order
+    )
 
 
 def _lag_by_topic(pairs: Iterable[tuple[str, int]]) -> dict[str, int]:

@@ -8,7 +8,7 @@ hands each resource a shallow copy of that memo, so every handler sees the same 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -28,6 +28,7 @@ __all__ = [
     "Timing",
     "context_of",
     "in_cluster_address",
+    "overridden_address",
     "utc_now",
 ]
 
@@ -42,6 +43,19 @@ operator's admin client uses for that cluster."""
 def in_cluster_address(cluster: str, namespace: str, replicas: int) -> str:
     """The name servers' stable in-cluster DNS names: the operator runs in the cluster."""
     return names.namesrv_address(cluster, namespace, replicas)
+
+
+def overridden_address(overrides: Mapping[str, str]) -> AddressOf:
+    """:func:`in_cluster_address`, except for the clusters ``overrides`` names (cluster ->
+    ``a;b`` name server address): an operator run outside the cluster, for development
+    and benchmarks, reaches their name servers where they really listen."""
+    table = dict(overrides)
+
+    def address_of(cluster: str, namespace: str, replicas: int) -> str:
+        found = table.get(cluster)
+        return in_cluster_address(cluster, namespace, replicas) if found is None else found
+
+    return address_of
 
 
 def utc_now() -> str:

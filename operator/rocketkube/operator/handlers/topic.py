@@ -50,7 +50,7 @@ async def reconcile(ctx: Context, body: kopf.Body, patch: kopf.Patch, *, retry: 
     async with brokers.connect(
         cluster.address(ctx), cluster.name, groups, ctx.timing.admin_timeout
     ) as admin:
-        inventories = await admin.inventories(range(groups))
+        inventories = await admin.topic_inventories(range(groups), desired.name)
         plan = topics.plan(desired, cluster.name, groups, inventories, confirmed)
         _announce(ctx, body, plan, warn_invalid=retry)
         failed = await metadata.carry_out(body, admin, plan.actions, admin.put_topic)
