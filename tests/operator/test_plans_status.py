@@ -298,6 +298,30 @@ def test_a_topic_waits_for_its_cluster_or_is_unmanaged() -> None:
     )  # fmt: skip
 
 
+def cluster_object(ready: str, reported_for: int | None, generation: int = 2,
+                   **metadata: Any) -> dict[str, Any]:  # fmt: skip
+    condition: dict[str, Any] = {"type": "Ready", "status": ready, "reason": "Reconciled"}
+    if reported_for is not None:
+        condition["observedGeneration"] = reported_for
+    return {
+        "metadata": {"name": "demo", "generation": generation, **metadata},
+        "status": {"observedGeneration": reported_for, "conditions": [condition]},
+    }
+
+
+def test_a_cluster_is_ready_for_its_topics_only_when_ready_for_its_current_spec() -> None:
+    state = metadata_status.cluster_state
+    assert state(cluster_object("True", 2)) is ClusterState.READY
+    assert state(cluster_object("False", 2)) is ClusterState.NOT_READY
+    # its spec changed (a scale-out applied) and its status does not say so yet
+    assert state(cluster_object("True", 1)) is ClusterState.NOT_READY
+    assert state(cluster_object("True", None)) is ClusterState.NOT_READY
+    assert state({"metadata": {"name": "demo", "generation": 1}}) is ClusterState.NOT_READY
+    assert state(None) is ClusterState.MISSING
+    deleting = cluster_object("True", 2, deletionTimestamp="2026-01-01T00:00:00Z")
+    assert state(deleting) is ClusterState.MISSING
+
+
 def test_consumer_group_conditions() -> None:
     billing = DesiredGroup("billing")
     held = Inventory(consumer_groups={"billing": billing.settings})

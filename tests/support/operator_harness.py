@@ -30,7 +30,7 @@ from kube_api import Cluster, KubeApiServer
 
 from rocketkube.operator import main, metrics
 from rocketkube.operator.api import crds
-from rocketkube.operator.handlers.context import Timing
+from rocketkube.operator.handlers.context import AddressOf, Timing
 
 __all__ = [
     "UNREACHABLE",
@@ -62,13 +62,17 @@ def apply_crds(cluster: Cluster) -> None:
 @dataclass
 class RunningOperator:
     """The operator running in a thread; ``addresses`` maps a BrokerCluster's name to the
-    name server address its admin client uses (others: :data:`UNREACHABLE`)."""
+    name server address its admin client uses (others: :data:`UNREACHABLE`), unless
+    ``resolve`` is given: then every cluster's name servers are found through it."""
 
     kube: KubeApiServer
     metrics: metrics.Metrics = field(default_factory=metrics.Metrics)
     addresses: dict[str, str] = field(default_factory=dict)
+    resolve: AddressOf | None = None
 
     def address_of(self, cluster: str, namespace: str, replicas: int) -> str:
+        if self.resolve is not None:
+            return self.resolve(cluster, namespace, replicas)
         return self.addresses.get(cluster, UNREACHABLE)
 
     def sample(self, name: str, **labels: str) -> float:
@@ -77,10 +81,18 @@ class RunningOperator:
 
 
 @contextlib.contextmanager
-def running_operator(kube: KubeApiServer, timing: Timing = FAST) -> Iterator[RunningOperator]:
-    """The operator watching every namespace of ``kube`` (its CRDs applied first)."""
-    apply_crds(kube.cluster)
-    operator = RunningOperator(kube)
+def running_operator(
+    kube: KubeApiServer,
+    timing: Timing = FAST,
+    *,
+    with_crds: bool = True,
+    resolve: AddressOf | None = None,
+) -> Iterator[RunningOperator]:
+    """The operator watching every namespace of ``kube`` (its CRDs applied first, unless
+    the test applied them: ``with_crds=False``); ``resolve``: see :class:`RunningOperator`."""
+    if with_crds:
+        apply_crds(kube.cluster)
+    operator = RunningOperator(kube, resolve=resolve)
     stop, ready = threading.Event(), threading.Event()
     options = main.Options(kubeconfig=str(kube.kubeconfig), timing=timing)
 

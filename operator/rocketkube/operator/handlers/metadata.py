@@ -1,9 +1,10 @@
 """What Topic and ConsumerGroup handlers share: their BrokerCluster (missing, not ready,
 ready), reporting while they wait for it, and the end of a pass (Ready, or a retry).
 
-A Topic or ConsumerGroup waits while its cluster is missing or not Ready: the condition
-says which, and the change handler asks kopf to call again later
-(``kopf.TemporaryError``); the timer only reports.
+A Topic or ConsumerGroup waits while its cluster is missing or not Ready for its current
+generation (``plans.metadata_status.cluster_state``): the condition says which, and the
+change handler asks kopf to call again later (``kopf.TemporaryError``); the timer only
+reports.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from rocketkube.operator.api import models
 from rocketkube.operator.api.conditions import ConditionType
 from rocketkube.operator.handlers import brokers, resources
 from rocketkube.operator.handlers.context import Context
-from rocketkube.operator.kube.client import Obj
-from rocketkube.operator.plans import report
+from rocketkube.operator.plans import metadata_status, report
 from rocketkube.operator.plans.metadata_status import ClusterState
 
 __all__ = ["ClusterRef", "carry_out", "find_cluster", "finish"]
@@ -64,18 +64,11 @@ class ClusterRef:
 
 async def find_cluster(ctx: Context, namespace: str, name: str) -> ClusterRef:
     obj = await ctx.kube.get(*CLUSTER, namespace, name)
-    if obj is None or obj["metadata"].get("deletionTimestamp"):
-        return ClusterRef(name, namespace, ClusterState.MISSING)
+    state = metadata_status.cluster_state(obj)
+    if obj is None or state is ClusterState.MISSING:
+        return ClusterRef(name, namespace, state)
     model = resources.parse(models.BrokerCluster, obj)
-    state = ClusterState.READY if _ready(obj) else ClusterState.NOT_READY
     return ClusterRef(name, namespace, state, model)
-
-
-def _ready(obj: Obj) -> bool:
-    for condition in (obj.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == ConditionType.READY:
-            return bool(condition.get("status") == "True")
-    return False
 
 
 def finish(

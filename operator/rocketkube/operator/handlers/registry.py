@@ -4,7 +4,8 @@ function), a timer, a watch that counts objects, and for Topics and ConsumerGrou
 delete handler behind kopf's finalizer.
 
 Every handler is thin: it takes the :class:`~.context.Context` from kopf's ``memo`` and
-runs one pass of its kind's module under :func:`~.outcomes.guarded`.
+runs one pass of its kind's module under :func:`~.outcomes.guarded`. A timer's pass runs
+on a snapshot of its object (:func:`~.resources.snapshot`): kopf's timers get a live view.
 
 =================  ================================  ==================================
 kind               on resume / create / update        every ``timer_interval`` seconds
@@ -116,7 +117,8 @@ def _register(
         body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, retry: int = 0, **_: Any
     ) -> None:
         ctx = context_of(memo)
-        await outcomes.guarded(ctx, kind, retry, run(ctx, body, patch, True))
+        now = resources.snapshot(body)  # a timer's body is live: see snapshot
+        await outcomes.guarded(ctx, kind, retry, run(ctx, now, patch, True))
 
     def seen(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
         meta = body.get("metadata") or {}

@@ -7,9 +7,10 @@ A body that the CRD's schema let through but the models refuse is a
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import kopf
 import pydantic
@@ -27,12 +28,21 @@ __all__ = [
     "parse",
     "report_conditions",
     "report_invalid",
+    "snapshot",
 ]
 
 log = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=pydantic.BaseModel)
 WARNING = "Warning"
+
+
+def snapshot(body: kopf.Body) -> kopf.Body:
+    """A copy of ``body`` that stays as it is now. kopf hands timers a live view, which
+    takes each newer version of the object as the watch delivers it, even in the middle
+    of a pass: a pass that read the spec of one generation must not report its findings
+    as another's (``observedGeneration``), so it works on a snapshot."""
+    return kopf.Body(cast(kopf.RawBody, copy.deepcopy(dict(body))))
 
 
 def parse(model: type[M], body: Mapping[str, Any]) -> M:

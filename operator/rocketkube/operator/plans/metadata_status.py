@@ -1,6 +1,13 @@
 """Status summaries of a Topic and a ConsumerGroup: Ready, Progressing and Degraded from
 their cluster's state and their plan of the same pass.
 
+Their cluster's state (:func:`cluster_state`) is MISSING when the BrokerCluster is absent
+or being deleted, READY when its Ready condition is True and was reported for its
+current generation, else NOT_READY. A Ready of an older generation says nothing about
+the spec now: right after a scale-out is applied, the cluster still says Ready while
+the groups it adds do not run yet, and a Topic or ConsumerGroup reconciled on them then
+would report them unreachable (Degraded) for what is only a planned change.
+
 ::
 
     Ready        Unknown/Unmanaged with managed: false; False/ClusterNotFound,
@@ -18,12 +25,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rocketkube.operator.api import names
 from rocketkube.operator.api.conditions import ConditionType, Reason
 from rocketkube.operator.plans import consumer_groups, observed, repair, report, topics
 
-__all__ = ["ClusterState", "consumer_group", "topic"]
+__all__ = ["ClusterState", "cluster_state", "consumer_group", "topic"]
 
 Value = report.ConditionValue
 
@@ -32,6 +40,21 @@ class ClusterState(enum.StrEnum):
     MISSING = "Missing"
     NOT_READY = "NotReady"
     READY = "Ready"
+
+
+def cluster_state(cluster: Mapping[str, Any] | None) -> ClusterState:
+    """The state of a BrokerCluster object (None: not found), as the module says."""
+    if cluster is None:
+        return ClusterState.MISSING
+    metadata = cluster.get("metadata") or {}
+    if metadata.get("deletionTimestamp"):
+        return ClusterState.MISSING
+    for condition in (cluster.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == ConditionType.READY:
+            current = condition.get("observedGeneration") == metadata.get("generation")
+            if condition.get("status") == "True" and current:
+                return ClusterState.READY
+    return ClusterState.NOT_READY
 
 
 def topic(
