@@ -9,8 +9,11 @@ stay not Ready, and their admin API is unreachable.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import shutil
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -243,3 +246,61 @@ async def test_a_paused_cluster_is_reported_and_left_alone(
         "the objects once unpaused",
     )
     await delete(kube, kubectl, "held")
+
+
+@dataclass
+class Silent:
+    """A server that takes connections and never answers: every admin request to it waits
+    its whole timeout."""
+
+    address: str = ""
+    accepted: int = 0
+
+
+@contextlib.asynccontextmanager
+async def silent_server() -> AsyncIterator[Silent]:
+    silent = Silent()
+    writers: list[asyncio.StreamWriter] = []
+
+    async def swallow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        silent.accepted += 1
+        writers.append(writer)
+        while await reader.read(4096):
+            pass
+
+    server = await asyncio.start_server(swallow, "127.0.0.1", 0)
+    silent.address = f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        yield silent
+    finally:
+        server.close()
+        for writer in writers:
+            writer.close()
+        await server.wait_closed()
+
+
+async def test_a_cluster_deleted_during_a_timer_pass_goes_once_the_pass_ends(
+    kube: KubeApiServer, operator: RunningOperator, kubectl: Kubectl
+) -> None:
+    """kopf lets a timer's pass end before the object goes, then looks again only after
+    ``cancellation_polling`` seconds (a minute by default): the operator asks for less.
+    Here each pass waits seconds on name servers that never answer, and the deletion
+    comes while the timer's pass waits on them."""
+    cluster = kube.cluster
+    async with silent_server() as silent:
+        operator.addresses["slow"] = silent.address
+        apply(kubectl, cluster_yaml("slow"))
+        await wait_until(lambda: handled(kube, "slow"), "the creation handled")
+        accepted = silent.accepted
+        await wait_until(lambda: silent.accepted > accepted, "a timer pass waiting on them")
+        assert kubectl("delete", "brokercluster", "slow", "--wait=false").returncode == 0
+        await wait_until(
+            lambda: cluster.find_object("brokerclusters", "slow") is None, "the cluster gone"
+        )
+
+
+def handled(kube: KubeApiServer, name: str) -> bool:
+    """kopf has handled the object's creation (and records what it handled)."""
+    found = kube.cluster.find_object("brokerclusters", name) or {}
+    annotations = found.get("metadata", {}).get("annotations") or {}
+    return "rocketkube.io/last-handled-configuration" in annotations

@@ -36,6 +36,11 @@ __all__ = ["FINALIZER", "PREFIX", "Options", "operate", "settings"]
 PREFIX: Final = "rocketkube.io"
 FINALIZER: Final = f"{PREFIX}/finalizer"
 LISTEN_HOST: Final = "0.0.0.0"  # probes and scrapes come from outside the pod
+TIMER_EXIT_POLLING: Final = 1.0
+"""Seconds between kopf's looks at a timer still in its pass when its object is deleted
+(kopf's ``cancellation_polling``). kopf lets the pass end and, by default, looks again a
+minute later: a Topic or cluster deleted during a pass (an admin call can take seconds)
+would stay that long."""
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +74,7 @@ def settings() -> kopf.OperatorSettings:
     )
     out.persistence.finalizer = FINALIZER
     out.posting.level = logging.WARNING
+    out.background.cancellation_polling = TIMER_EXIT_POLLING
     return out
 
 
