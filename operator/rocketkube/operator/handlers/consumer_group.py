@@ -81,22 +81,17 @@ async def delete(ctx: Context, body: kopf.Body) -> None:
     is gone); kopf keeps its finalizer until this returns."""
     model = resources.parse(models.ConsumerGroup, body)
     desired = consumer_groups.DesiredGroup.of(model)
-    if not desired.managed:
-        resources.event(body, "Unmanaged", f"consumer group {desired.name} left on the brokers")
-        return
-    cluster = await metadata.find_cluster(ctx, body["metadata"]["namespace"], model.spec.cluster)
-    if cluster.model is None:
-        return
-    async with brokers.connect(
-        cluster.address(ctx), cluster.name, cluster.groups, ctx.timing.admin_timeout
-    ) as admin:
-        masters = [await admin.master(group) for group in range(cluster.groups)]
-        if admin.errors:
-            raise kopf.TemporaryError("; ".join(admin.errors), delay=ctx.timing.retry_delay)
+
+    async def remove(
+        admin: brokers.Brokers, masters: list[str | None], cluster: metadata.ClusterRef
+    ) -> None:
         for address in masters:
             if address is not None:
                 await admin.admin.delete_subscription_group(desired.name, broker_addr=address)
-    resources.event(body, "Deleted", f"consumer group {desired.name} deleted from the brokers")
+
+    await metadata.delete_from_brokers(
+        ctx, body, model.spec.cluster, f"consumer group {desired.name}", desired.managed, remove
+    )
 
 
 def _confirmed(body: kopf.Body, cluster: str, groups: int) -> consumer_groups.Confirmed:

@@ -112,3 +112,31 @@ async def carry_out(
         else:
             resources.event(body, f"{str(action.kind).capitalize()}d", action.message)
     return failed
+
+
+Remove = Callable[[brokers.Brokers, list[str | None], ClusterRef], Awaitable[None]]
+"""Deletes a Topic's or ConsumerGroup's name from the brokers: given the connection, the
+master of each group (None where it is not known) and the cluster."""
+
+
+async def delete_from_brokers(
+    ctx: Context, body: kopf.Body, cluster_name: str, what: str, managed: bool, remove: Remove
+) -> None:
+    """The delete handler of a Topic or ConsumerGroup (``what``: ``topic Orders``): leave
+    it on the brokers when unmanaged or when the cluster is gone, else ``remove`` it
+    there once every group's master is known; kopf keeps the finalizer until this
+    returns, and retries while a master cannot be reached."""
+    if not managed:
+        resources.event(body, "Unmanaged", f"{what} left on the brokers")
+        return
+    cluster = await find_cluster(ctx, body["metadata"]["namespace"], cluster_name)
+    if cluster.model is None:
+        return
+    async with brokers.connect(
+        cluster.address(ctx), cluster.name, cluster.groups, ctx.timing.admin_timeout
+    ) as admin:
+        masters = [await admin.master(group) for group in range(cluster.groups)]
+        if admin.errors:
+            raise kopf.TemporaryError("; ".join(admin.errors), delay=ctx.timing.retry_delay)
+        await remove(admin, masters, cluster)
+    resources.event(body, "Deleted", f"{what} deleted from the brokers")

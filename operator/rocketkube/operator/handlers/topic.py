@@ -70,21 +70,16 @@ async def delete(ctx: Context, body: kopf.Body) -> None:
     the cluster is gone); kopf keeps its finalizer until this returns."""
     model = resources.parse(models.Topic, body)
     desired = topics.DesiredTopic.of(model)
-    if not desired.managed:
-        resources.event(body, "Unmanaged", f"topic {desired.name} left on the brokers")
-        return
-    cluster = await metadata.find_cluster(ctx, body["metadata"]["namespace"], model.spec.cluster)
-    if cluster.model is None:
-        return
-    async with brokers.connect(
-        cluster.address(ctx), cluster.name, cluster.groups, ctx.timing.admin_timeout
-    ) as admin:
-        masters = [await admin.master(group) for group in range(cluster.groups)]
-        if admin.errors:
-            raise kopf.TemporaryError("; ".join(admin.errors), delay=ctx.timing.retry_delay)
+
+    async def remove(
+        admin: brokers.Brokers, masters: list[str | None], cluster: metadata.ClusterRef
+    ) -> None:
         if any(masters):
             await admin.admin.delete_topic(desired.name, names.broker_cluster_name(cluster.name))
-    resources.event(body, "Deleted", f"topic {desired.name} deleted from the brokers")
+
+    await metadata.delete_from_brokers(
+        ctx, body, model.spec.cluster, f"topic {desired.name}", desired.managed, remove
+    )
 
 
 def _confirmed(body: kopf.Body, cluster: str, groups: int) -> topics.Confirmed:
