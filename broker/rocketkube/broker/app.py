@@ -172,6 +172,7 @@ class BrokerApp:
         registrar = Registrar(settings, ctx.broker_addr, topics, lambda: ctx.permission,
                               ha_server_addr=settings.ha_server_addr(ha_port))  # fmt: skip
         self.registrar = registrar
+        ctx.routes = registrar
         topics.on_change = registrar.request_registration
         client.install(ctx)
         self.holds = PullRequestHoldService(ctx)

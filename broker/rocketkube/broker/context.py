@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from rocketkube.broker.clients import ClientManager
 from rocketkube.broker.groups import SubscriptionGroupManager
@@ -13,6 +14,12 @@ from rocketkube.broker.settings import BrokerSettings
 from rocketkube.broker.stats import BrokerStats
 from rocketkube.broker.store import MessageStore
 from rocketkube.broker.topics import TopicConfigManager
+
+
+class RoutePublisher(Protocol):
+    async def published(self) -> bool:
+        """Wait (bounded) until the name servers route every topic change made so far."""
+        ...
 
 
 @dataclass(slots=True)
@@ -31,3 +38,6 @@ class BrokerContext:
     """The broker's own permission (``brokerPermission``; the name server can wipe W)."""
     replicas: HAService | None = None
     """The master's replication service (None on a slave)."""
+    routes: RoutePublisher | None = None
+    """Registration with the name servers; processors that create a topic await it before
+    they answer (None where a test runs processors without name servers)."""

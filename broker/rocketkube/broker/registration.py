@@ -2,6 +2,13 @@
 ``registerNameServerPeriod`` (30 s), soon after any topic change, and unregistering at
 shutdown. Name server addresses may be host names (Kubernetes Service DNS names).
 
+A created topic is routable when its creation is answered, as in Apache's broker: the
+processors that create a topic (UPDATE_AND_CREATE_TOPIC, a send that auto-creates one) await
+:meth:`Registrar.published` before they answer. It waits for a registration round that began
+after the change, so creations arriving while a round is in flight share the next one; a name
+server that does not answer holds the answer no longer than :data:`PUBLISH_WAIT_SECONDS` (or
+``registerBrokerTimeoutMills`` when shorter), below the 5 s that admin tools wait.
+
 A slave learns its master's remoting and HA addresses from the answers; until it has
 them (its master may start later) it registers every ``MASTER_UNKNOWN_SECONDS``, and so
 does any broker while a name server has not taken its registration yet: in Kubernetes a
@@ -30,8 +37,8 @@ from rocketkube.common.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
-#: After a topic change, wait this long so a burst of changes registers once.
-CHANGE_DEBOUNCE_SECONDS = 0.2
+#: The longest a topic creation's answer waits for the name servers to route the topic.
+PUBLISH_WAIT_SECONDS = 3.0
 
 #: A slave that has not learnt its master's address, or a broker some name server has not
 #: registered yet, registers again this often.
@@ -59,6 +66,11 @@ class Registrar:
         self.master_ha_addr: str | None = None
         self.registered: set[str] = set()
         self._wakeup = asyncio.Event()
+        self._changes = 0
+        """Topic changes requested so far."""
+        self._published = 0
+        """Changes that the last finished round carried."""
+        self._round_ended = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -146,8 +158,26 @@ class Registrar:
         self.registered.clear()
 
     def request_registration(self) -> None:
-        """A topic changed: register again soon (bursts coalesce)."""
+        """A topic changed: register again soon (changes made during a round share the next)."""
+        self._changes += 1
         self._wakeup.set()
+
+    async def published(self) -> bool:
+        """Wait until a round carrying every change requested so far has ended (bounded: see
+        the module docstring); True when it ended and every name server took it."""
+        if not self.settings.namesrv_addrs:
+            return True
+        wanted = self._changes
+        self._wakeup.set()
+        try:
+            bound = min(PUBLISH_WAIT_SECONDS, self.settings.register_broker_timeout_mills / 1000)
+            async with asyncio.timeout(bound):
+                while self._published < wanted:
+                    await self._round_ended.wait()
+        except TimeoutError:
+            log.warning("name servers did not take the new routes in time")
+            return False
+        return self.registered == set(self.settings.namesrv_addrs)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="broker-registration")
@@ -161,14 +191,17 @@ class Registrar:
         period = self.settings.register_name_server_period / 1000
         while True:
             self._wakeup.clear()
+            carried = self._changes
             try:
                 await self.register_all()
             except Exception:
                 log.exception("registration round failed")
+            self._published = carried
+            self._round_ended.set()
+            self._round_ended = asyncio.Event()
             wait = period
             unregistered = set(self.settings.namesrv_addrs) - self.registered
             if unregistered or (not self.settings.is_master and self.master_addr is None):
                 wait = min(period, MASTER_UNKNOWN_SECONDS)  # they may come up soon
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), wait)
-                await asyncio.sleep(CHANGE_DEBOUNCE_SECONDS)

@@ -96,8 +96,8 @@ class AdminClient(AdminBase):
 
         Give exactly one of the two; ``topic_sys_flag`` carries the unit flags
         (:data:`~rocketkube.common.protocol.permission.FLAG_UNIT`, ``FLAG_UNIT_SUB``).
-        Creates or updates the topic; brokers re-register, so
-        the route appears on the name servers shortly after (not necessarily on return).
+        Creates or updates the topic; a broker answers once the name servers route it
+        (as Apache's does), so a client started after the return finds the route.
         Returns the configuration sent.
         """
         self._targets(cluster, broker_addr)

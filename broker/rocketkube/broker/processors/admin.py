@@ -4,7 +4,8 @@
 listings of :mod:`.admin_stats`, and the broker config of :mod:`.admin_config`.
 
 - UPDATE_AND_CREATE_TOPIC (17), DELETE_TOPIC_IN_BROKER (215): master only; system topics
-  refused. The topic manager bumps its data version and triggers re-registration.
+  refused. The topic manager bumps its data version; a creation is answered once the name
+  servers route it (bounded by registerBrokerTimeoutMills).
 - GET_ALL_TOPIC_CONFIG (21): TopicConfigSerializeWrapper (slaves sync from it).
 - GET_TOPIC_STATS_INFO (202): min/max offset and last store time per write queue.
 - QUERY_TOPIC_CONSUME_BY_WHO (300): online subscribers plus groups with offsets.
@@ -17,6 +18,7 @@ worker thread, the event loop serving meanwhile); SYSTEM_ERROR says when it coul
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from rocketkube.broker import topics
@@ -129,7 +131,11 @@ class TopicAdminProcessors:
         )
         log.info("topic %s updated by %s: %s", header.topic, conn.remote_address, config)
         self.ctx.topics.update(config)
-        return await ok_once_saved(self.ctx.topics.saver.flush, f"topic {header.topic}")
+        saved = ok_once_saved(self.ctx.topics.saver.flush, f"topic {header.topic}")
+        if self.ctx.routes is None:
+            return await saved
+        answer, _ = await asyncio.gather(saved, self.ctx.routes.published())
+        return answer
 
     async def delete_topic(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         header = h.DeleteTopicRequestHeader.decode(req.ext_fields)

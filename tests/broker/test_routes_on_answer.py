@@ -1,0 +1,103 @@
+"""A created topic is routable when its creation is answered: the broker registers the change
+with every name server before it answers (as Apache's broker does), a burst of creations shares
+registrations, and a name server that never answers holds the answer only for a bound."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+
+import pytest
+from waiting import WAIT_SECONDS
+
+from rocketkube.broker.app import BrokerApp
+from rocketkube.client.admin import AdminClient
+from rocketkube.common.protocol import route
+from rocketkube.common.remoting.client import RemotingClient
+from rocketkube.common.remoting.codes import RequestCode, ResponseCode
+from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.namesrv.app import NamesrvApp
+from rocketkube.namesrv.settings import NamesrvSettings
+
+StartBroker = Callable[..., Awaitable[BrokerApp]]
+CLUSTER = "DefaultCluster"
+
+
+@pytest.fixture
+async def second_namesrv(
+    namesrv_settings: NamesrvSettings, tmp_path: Path, clock: Callable[[], int]
+) -> AsyncIterator[NamesrvApp]:
+    settings = namesrv_settings.model_copy(update={"kv_config_path": str(tmp_path / "kv2.json")})
+    app = NamesrvApp(settings, clock)
+    await app.start()
+    yield app
+    await app.stop()
+
+
+@pytest.fixture
+def silent_namesrv() -> Iterator[str]:
+    """An address that takes connections (the kernel's backlog) and never answers."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        yield f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+async def route_of(namesrv: str, topic: str) -> route.TopicRouteData | None:
+    """One lookup, no retry: what a client started now would see."""
+    client = RemotingClient()
+    try:
+        request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        resp = await client.invoke(namesrv, request, WAIT_SECONDS)
+    finally:
+        await client.close()
+    if resp.code == ResponseCode.TOPIC_NOT_EXIST:
+        return None
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    return route.TopicRouteData.decode(resp.body)
+
+
+async def test_a_created_topic_is_routed_by_every_name_server_when_answered(
+    start_broker: StartBroker, namesrv: NamesrvApp, second_namesrv: NamesrvApp
+) -> None:
+    both = f"{namesrv.address};{second_namesrv.address}"
+    await start_broker(namesrv_addr=both)
+    async with AdminClient(both) as admin:
+        await admin.create_topic("Fresh", cluster=CLUSTER, read_queue_nums=6, write_queue_nums=6)
+        for addr in (namesrv.address, second_namesrv.address):
+            found = await route_of(addr, "Fresh")
+            assert found is not None, f"{addr} has no route for the topic just created"
+            assert [q.write_queue_nums for q in found.queue_datas] == [6]
+        await admin.create_topic("Fresh", cluster=CLUSTER, read_queue_nums=9, write_queue_nums=9)
+        grown = await route_of(namesrv.address, "Fresh")
+        assert grown is not None
+        assert [q.write_queue_nums for q in grown.queue_datas] == [9]
+
+
+async def test_a_burst_of_creations_is_routed_when_each_is_answered(
+    start_broker: StartBroker, namesrv: NamesrvApp
+) -> None:
+    await start_broker()
+    topics = [f"Burst{i}" for i in range(30)]
+    async with AdminClient(namesrv.address) as admin:
+
+        async def create_then_look(topic: str) -> route.TopicRouteData | None:
+            await admin.create_topic(topic, cluster=CLUSTER, read_queue_nums=2, write_queue_nums=2)
+            return await route_of(namesrv.address, topic)
+
+        found = await asyncio.gather(*(create_then_look(t) for t in topics))
+    assert [t for t, r in zip(topics, found, strict=True) if r is None] == []
+
+
+async def test_a_silent_name_server_delays_the_answer_only_for_a_bound(
+    start_broker: StartBroker, namesrv: NamesrvApp, silent_namesrv: str
+) -> None:
+    addrs = f"{namesrv.address};{silent_namesrv}"
+    broker = await start_broker(namesrv_addr=addrs, register_broker_timeout_mills=500)
+    assert broker.registrar is not None
+    assert broker.registrar.registered == {namesrv.address}
+    async with AdminClient(namesrv.address, timeout=WAIT_SECONDS) as admin:
+        await admin.create_topic("Despite", cluster=CLUSTER)  # answered, not timed out
+    assert await route_of(namesrv.address, "Despite") is not None
