@@ -57,6 +57,22 @@ def test_local_plan_starts_a_name_server_and_brokers(tmp_path: Path) -> None:
     assert str(tmp_path / "broker-b") in broker_b.args
 
 
+def test_local_plan_listens_on_this_machine_only_unless_told(tmp_path: Path) -> None:
+    """No ACL in a development cluster: no port reachable from the network by default."""
+    namesrv, broker = local.plan(tmp_path, 9876)
+    assert namesrv.args[namesrv.args.index("--bind") + 1] == "127.0.0.1"
+    assert "bindAddress=127.0.0.1" in broker.args
+    args = cli.build_parser(cli.discover()).parse_args(["local"])
+    assert args.bind == "127.0.0.1"
+    namesrv, broker = local.plan(tmp_path, 9876, bind="0.0.0.0")
+    assert namesrv.args[namesrv.args.index("--bind") + 1] == "0.0.0.0"
+    assert "bindAddress=0.0.0.0" in broker.args
+    assert broker.args[broker.args.index("--broker-ip") + 1] == "127.0.0.1"
+    _namesrv, broker = local.plan(tmp_path, 9876, bind="10.1.2.3")
+    assert broker.args[broker.args.index("--broker-ip") + 1] == "10.1.2.3"
+    assert broker.args[broker.args.index("--namesrv-addr") + 1] == "10.1.2.3:9876"
+
+
 def test_local_plan_gives_each_master_its_slaves(tmp_path: Path) -> None:
     _namesrv, *brokers = local.plan(tmp_path, 9876, brokers=2, slaves=1)
     assert [b.name for b in brokers] == ["broker-a", "broker-a-s1", "broker-b", "broker-b-s1"]

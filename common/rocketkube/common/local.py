@@ -2,6 +2,9 @@
 
 Runs each server as its own ``rocketkube`` child process (one process is one core),
 restarts nothing, and stops them all on SIGINT/SIGTERM or when any one of them dies.
+Every port binds 127.0.0.1 unless ``--bind`` says otherwise: a development cluster has no
+ACL, so it must not be reachable from the network by default (the server commands keep
+RocketMQ's default, every address).
 It imports no component: children are started through the command line.
 """
 
@@ -28,6 +31,12 @@ class Child:
 
 
 DEFAULT_BROKER_PORT = 10911
+DEFAULT_BIND = "127.0.0.1"
+
+
+def advertised(bind: str) -> str:
+    """The address clients are given: ``bind`` itself, or 127.0.0.1 for every address."""
+    return "127.0.0.1" if bind in ("0.0.0.0", "::", "") else bind
 
 
 def broker_ports(first: int, brokers: int, slaves: int = 0) -> list[int]:
@@ -42,13 +51,16 @@ def plan(
     brokers: int = 1,
     broker_port: int = DEFAULT_BROKER_PORT,
     slaves: int = 0,
+    bind: str = DEFAULT_BIND,
 ) -> list[Child]:
     """The processes of a local cluster (pure: tested without starting anything).
 
     Group ``i`` is ``broker-<letter>``: a master (store under ``data_dir/broker-<letter>``)
     and ``slaves`` slaves (brokerId 1.., ``broker-<letter>-s<id>``) replicating it; the
-    ports are :func:`broker_ports`.
+    ports are :func:`broker_ports`. Every server listens on ``bind`` only; brokers advertise
+    127.0.0.1 unless ``bind`` is one address, which they then advertise.
     """
+    host = advertised(bind)
     children = [
         Child(
             "namesrv",
@@ -56,6 +68,7 @@ def plan(
                 "namesrv",
                 "--port", str(namesrv_port),
                 "--http-port", str(namesrv_port + 1),
+                "--bind", bind,
                 "--kv-config-path", str(data_dir / "namesrv" / "kvConfig.json"),
             ],
         ),
@@ -71,12 +84,13 @@ def plan(
                     name,
                     [
                         "broker",
-                        "--namesrv-addr", f"127.0.0.1:{namesrv_port}",
+                        "--namesrv-addr", f"{host}:{namesrv_port}",
                         "--broker-name", group,
                         *role,
                         "--port", str(next(ports)),
-                        "--broker-ip", "127.0.0.1",
+                        "--broker-ip", host,
                         "--store", str(data_dir / name),
+                        "--set", f"bindAddress={bind}",
                     ],
                 )
             )  # fmt: skip
@@ -122,6 +136,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--brokers", type=int, default=1, help="broker groups (masters)")
     parser.add_argument("--slaves", type=int, default=0, help="slaves replicating each master")
     parser.add_argument(
+        "--bind", default=DEFAULT_BIND,
+        help=f"address every port listens on (default {DEFAULT_BIND}: this machine only; "
+        "0.0.0.0 opens the cluster, which has no ACL, to the network)",
+    )  # fmt: skip
+    parser.add_argument(
         "--broker-port", type=int, default=DEFAULT_BROKER_PORT,
         help=f"the first broker's port (default {DEFAULT_BROKER_PORT}); the next ones +10 each",
     )  # fmt: skip
@@ -131,13 +150,16 @@ def run(args: argparse.Namespace) -> int:
     runtime.configure_logging()
     data_dir = Path(args.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
-    children = plan(data_dir, args.namesrv_port, args.brokers, args.broker_port, args.slaves)
+    children = plan(
+        data_dir, args.namesrv_port, args.brokers, args.broker_port, args.slaves, args.bind
+    )
+    host = advertised(args.bind)
     brokers = ", ".join(
-        f"127.0.0.1:{port}" for port in broker_ports(args.broker_port, args.brokers, args.slaves)
+        f"{host}:{port}" for port in broker_ports(args.broker_port, args.brokers, args.slaves)
     )
     print(
-        f"local cluster: name server 127.0.0.1:{args.namesrv_port}, brokers {brokers}; "
-        f"metrics on http://127.0.0.1:{args.namesrv_port + 1}/metrics and each broker's "
+        f"local cluster: name server {host}:{args.namesrv_port}, brokers {brokers}; "
+        f"metrics on http://{host}:{args.namesrv_port + 1}/metrics and each broker's "
         f"port + 3; data in {data_dir}; Ctrl-C stops it",
         file=sys.stderr,
     )
