@@ -1,6 +1,7 @@
 """Request bodies in Kubernetes' protobuf encoding, decoded to the JSON form the emulated
 API server stores: only what Helm sends that way (client-go's typed clients write
-protobuf): Secrets and ConfigMaps, the release storage of Helm's two drivers.
+protobuf): Secrets and ConfigMaps, the release storage of Helm's two drivers, and the
+DeleteOptions that remove them.
 
 The encoding (``k8s.io/apimachinery/pkg/runtime/serializer/protobuf``)::
 
@@ -12,6 +13,7 @@ and of the objects (``k8s.io/api/core/v1/generated.proto``), by field number::
     Secret      1 metadata, 2 data map<string, bytes>, 3 type, 4 stringData, 5 immutable
     ConfigMap   1 metadata, 2 data map<string, string>, 3 binaryData map<string, bytes>,
                 4 immutable
+    DeleteOptions  1 gracePeriodSeconds, 3 orphanDependents, 4 propagationPolicy, 5 dryRun
     ObjectMeta  1 name, 2 generateName, 3 namespace, 5 uid, 6 resourceVersion,
                 11 labels, 12 annotations, 14 finalizers (others are skipped)
 
@@ -133,7 +135,25 @@ def _config_map(data: bytes) -> dict[str, Any]:
     return _object("ConfigMap", maps, data, {}, {4: "immutable"})
 
 
-_KINDS: Final = {("v1", "Secret"): _secret, ("v1", "ConfigMap"): _config_map}
+def _delete_options(data: bytes) -> dict[str, Any]:
+    options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+    for number, value in _fields(data):
+        if number == 1:
+            options["gracePeriodSeconds"] = value
+        elif number == 3:
+            options["orphanDependents"] = bool(value)
+        elif number == 4 and value:
+            options["propagationPolicy"] = _text(value)
+        elif number == 5:
+            options.setdefault("dryRun", []).append(_text(value))
+    return options
+
+
+_KINDS: Final = {
+    ("v1", "Secret"): _secret,
+    ("v1", "ConfigMap"): _config_map,
+    ("v1", "DeleteOptions"): _delete_options,
+}
 
 
 def decode(body: bytes) -> dict[str, Any]:
