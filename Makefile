@@ -44,6 +44,7 @@ test: lint pytest
 # The CRDs are generated from the operator's pydantic models; a test fails when stale.
 crds: install
 	$(PY) -m rocketkube.operator.api.crds crds
+	cp crds/*.yaml charts/rocketkube/crds/
 
 run: install
 	$(VENV)/bin/rocketkube local --data-dir .data

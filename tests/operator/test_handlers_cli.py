@@ -20,6 +20,7 @@ from kube_api import KubeApiServer, running_kube_api
 from operator_harness import Kubectl
 from waiting import wait_for_value
 
+from rocketkube.operator import cli
 from rocketkube.operator.api import crds, names
 from rocketkube.operator.handlers.context import overridden_address
 
@@ -78,6 +79,16 @@ def test_a_namesrv_override_without_cluster_and_address_is_refused(value: str) -
     refused = rocketkube("operator", "--namesrv-override", value)
     assert refused.returncode == 2
     assert "is not CLUSTER=ADDR" in refused.stderr
+
+
+def test_a_random_priority_differs_per_replica_and_others_are_integers() -> None:
+    drawn = {cli.priority("random") for _ in range(20)}
+    assert len(drawn) > 1
+    assert all(1 <= value < 2**31 for value in drawn)
+    assert cli.priority("-5") == -5
+    refused = rocketkube("operator", "--priority", "high")
+    assert refused.returncode == 2
+    assert "neither an integer nor random" in refused.stderr
 
 
 def test_print_crds_is_what_kubectl_applies(kube: KubeApiServer, tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import kube_api_protobuf as protobuf
 import pytest
 from kube_api_builtin_schema import BuiltinSchemas
 from kube_api_cel import CelRules, RuleError
@@ -206,3 +207,42 @@ def test_cel_rules_and_transition_rules() -> None:
     )
     with pytest.raises(RuleError):
         CelRules({"type": "object", "x-kubernetes-validations": [{"rule": "self >"}]})
+
+
+def _pb(number: int, value: bytes | int) -> bytes:
+    """One protobuf field: a varint (wire type 0) or length-delimited (2), lengths < 128."""
+    if isinstance(value, int):
+        return bytes([number << 3, value])
+    return bytes([number << 3 | 2, len(value)]) + value
+
+
+def test_a_protobuf_secret_decodes_as_helm_writes_it() -> None:
+    meta = (
+        _pb(1, b"sh.helm.release.v1.rk.v1")
+        + _pb(2, b"")
+        + _pb(3, b"")
+        + _pb(11, _pb(1, b"owner") + _pb(2, b"helm"))
+        + _pb(11, _pb(1, b"status") + _pb(2, b"deployed"))
+    )
+    secret = _pb(1, meta) + _pb(2, _pb(1, b"release") + _pb(2, b"\x1f\x8b")) + _pb(3, b"t/v1")
+    body = b"k8s\x00" + _pb(1, _pb(1, b"v1") + _pb(2, b"Secret")) + _pb(2, secret)
+    assert protobuf.decode(body) == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": "sh.helm.release.v1.rk.v1",
+            "labels": {"owner": "helm", "status": "deployed"},
+        },
+        "data": {"release": "H4s="},
+        "type": "t/v1",
+    }
+    options = b"k8s\x00" + _pb(1, _pb(1, b"v1") + _pb(2, b"DeleteOptions"))
+    options += _pb(2, _pb(4, b"Background") + _pb(1, 0))
+    assert protobuf.decode(options) == {
+        "apiVersion": "v1",
+        "kind": "DeleteOptions",
+        "propagationPolicy": "Background",
+        "gracePeriodSeconds": 0,
+    }
+    with pytest.raises(ValueError, match="Pod"):
+        protobuf.decode(b"k8s\x00" + _pb(1, _pb(1, b"v1") + _pb(2, b"Pod")) + _pb(2, b""))

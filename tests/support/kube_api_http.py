@@ -10,9 +10,11 @@ GET of a collection lists or, with ``watch=true``, watches (``kube_api_watch``).
 parameters honoured: ``labelSelector``, ``fieldSelector``, ``resourceVersion``,
 ``timeoutSeconds``, ``allowWatchBookmarks``, ``sendInitialEvents``, ``dryRun``,
 ``fieldValidation``, ``propagationPolicy``; ``limit`` and ``continue`` are ignored (one
-page). ``Accept: ...;as=Table`` gets a Table, ``as=PartialObjectMetadata[List]`` metadata
-only; everything else is JSON. A wrong bearer token is refused (401); none at all is let
-in, as on an insecure port: kubectl sends no token over plain HTTP.
+page). Bodies are JSON, YAML, or protobuf for Secrets and ConfigMaps (``kube_api_protobuf``:
+Helm's release storage). ``Accept: ...;as=Table`` gets a Table,
+``as=PartialObjectMetadata[List]`` metadata only; everything else is JSON. A wrong bearer
+token is refused (401); none at all is let in, as on an insecure port: kubectl sends no
+token over plain HTTP.
 Warnings (pruned unknown fields) go out as ``Warning: 299 - "..."`` headers.
 """
 
@@ -23,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import kube_api_discovery as discovery
+import kube_api_protobuf as protobuf
 import yaml
 from aiohttp import web
 from kube_api_cluster import Cluster, Outcome
@@ -53,6 +56,8 @@ async def _body(request: web.Request) -> Any:
     if not raw:
         return {}
     try:
+        if request.content_type == protobuf.MEDIA_TYPE:
+            return protobuf.decode(raw)
         if "yaml" in request.content_type:
             return yaml.safe_load(raw)
         return json.loads(raw)

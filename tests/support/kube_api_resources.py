@@ -164,6 +164,21 @@ BUILTIN: tuple[ResourceType, ...] = (
         has_status=True,
     ),
     _builtin("coordination.k8s.io", "v1", "Lease", "leases"),
+    # what a Helm chart installing an operator writes (nothing runs a Deployment's pods)
+    _builtin(
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        short_names=("deploy",),
+        has_status=True,
+        scale=Scale(label_selector_path=".status.selector"),
+        categories=("all",),
+    ),
+    _builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
+    _builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False),
+    _builtin("rbac.authorization.k8s.io", "v1", "Role", "roles"),
+    _builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
     _builtin("events.k8s.io", "v1", "Event", "events", short_names=("ev",)),
     _builtin(
         "apiextensions.k8s.io",

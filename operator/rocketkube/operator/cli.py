@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import sys
 
 from rocketkube.common import runtime
@@ -50,8 +51,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--peering", metavar="NAME", help="coordinate with other replicas through this peering"
     )
     parser.add_argument(
-        "--priority", type=int, default=0, help="this replica's peering priority (default 0)"
-    )
+        "--priority", type=priority, default=0, metavar="N|random",
+        help="this replica's peering priority (default 0); random: one drawn at start, so "
+        "the replicas of one Deployment differ (kopf pauses all that share one)",
+    )  # fmt: skip
     parser.add_argument(
         "--liveness-port", type=int, metavar="PORT",
         help="serve kopf's liveness probe at http://0.0.0.0:PORT/healthz",
@@ -94,6 +97,16 @@ def namesrv_override(value: str) -> tuple[str, str]:
     if not (sep and cluster.strip() and address.strip()):
         raise argparse.ArgumentTypeError(f"{value!r} is not CLUSTER=ADDR")
     return cluster.strip(), address.strip()
+
+
+def priority(value: str) -> int:
+    """An integer, or ``random``: one in [1, 2**31) drawn now."""
+    if value == "random":
+        return secrets.randbelow(2**31 - 1) + 1
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is neither an integer nor random") from None
 
 
 def run(args: argparse.Namespace) -> int:
