@@ -3,11 +3,11 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-SOURCES := common namesrv broker client operator spark tests hatch_build.py
+SOURCES := common namesrv broker client operator spark tests hatch_build.py tools
 NODE_DIR := tests/interop/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed-stamp
 
-.PHONY: install lint test pytest run clean crds sandbox bench-operator
+.PHONY: install lint test pytest run clean crds sandbox bench-operator dashboards prometheus
 
 # uv resolves and installs in seconds what pip takes minutes for; pip when uv cannot run.
 # The install compiles the C accelerators (hatch_build.py), so a changed .pyx reinstalls.
@@ -36,7 +36,7 @@ lint: install
 
 # One test process per core (pytest-xdist); the slowest tests are listed at the end: CI must
 # stay under 20 minutes. Tests of one xdist_group share a worker (the Spark ones: one JVM).
-pytest: install
+pytest: install prometheus
 	$(VENV)/bin/pytest -n auto --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
 test: lint pytest
@@ -59,6 +59,18 @@ sandbox: install
 # `make bench-operator BENCH_ARGS='--topics 100 --json'`
 bench-operator: install
 	$(PY) tests/support/bench_operator.py $(BENCH_ARGS)
+
+# Grafana dashboards as code (tools/dashboards): the JSON the Helm chart ships; a test fails
+# when stale. The monitoring tests need Debian's prometheus (prometheus and promtool): installed
+# here when missing and apt-get can (as root), else those tests are skipped and say why.
+dashboards: install
+	PYTHONPATH=tools $(PY) -m dashboards charts/rocketkube/dashboards
+
+prometheus:
+	@command -v promtool >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends prometheus >/dev/null; } \
+		|| echo "prometheus/promtool not installed: the monitoring tests will be skipped"; }
 
 clean:
 	rm -rf $(VENV) .data .mypy_cache .ruff_cache .pytest_cache

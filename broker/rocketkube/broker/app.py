@@ -183,6 +183,8 @@ class BrokerApp:
         replication = self.replicas or self.replica_client
         assert replication is not None
         self.registry.register(BrokerCollector(ctx, holds.held_count, replication.gauges))
+        store.add_flush_listener(ctx.stats.flush_latency.observe)
+        prometheus_client.ProcessCollector("rocketkube_broker", registry=self.registry)
         table = {}
         table.update(send.table(ctx))
         table.update(pull.table(ctx, holds))

@@ -1,5 +1,6 @@
-"""Broker counters and Prometheus metrics: messages and bytes in/out per topic, send and
-pull latency; gauges (offsets, lag, disk) are collected from live state at scrape time."""
+"""Broker counters and Prometheus metrics: messages and bytes in/out per topic, send, pull
+and commit log flush latency, messages sent back for retry or to the dead letter queue;
+gauges (offsets, lag, disk) are collected from live state at scrape time."""
 
 from __future__ import annotations
 
@@ -86,6 +87,17 @@ class BrokerStats:
             "Pull request to response (long polls too)",
             registry,
         )
+        self.flush_latency = LatencyHistogram(
+            "rocketkube_broker_flush_latency_seconds",
+            "Commit log flush rounds: the sync of the bytes appended since the last one",
+            registry,
+        )
+        self.sent_back = prometheus_client.Counter(
+            "rocketkube_broker_sent_back",
+            "Messages consumers sent back, by group, original topic and destination "
+            "(retry: the group's retry topic, dlq: its dead letter queue)",
+            ["group", "topic", "to"], registry=registry,
+        )  # fmt: skip
         self.put_total = 0
         self.get_total = 0
 

@@ -136,6 +136,8 @@ class SendBackProcessor:
         )
         if result.status is not PutStatus.PUT_OK:
             return _fail(ResponseCode.SYSTEM_ERROR, str(result.status))
+        to = "dlq" if topic == topics.dlq_topic(h.group) else "retry"
+        ctx.stats.sent_back.labels(h.group, properties[PropertyName.RETRY_TOPIC], to).inc()
         log.debug("sent back %s of %s to %s", h.offset, h.group, topic)
         return RemotingCommand.response()
 

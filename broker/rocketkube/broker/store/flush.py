@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 
 from rocketkube.broker.store import (
@@ -110,6 +111,8 @@ class CommitLogFlusher:
         """Store time of the last record known flushed."""
         self.flushes = 0
         """Flush rounds done (each one range sync per segment touched)."""
+        self.listeners: list[Callable[[float], None]] = []
+        """Called with the seconds each flush round of the running flusher took."""
 
     @property
     def running(self) -> bool:
@@ -216,12 +219,16 @@ class CommitLogFlusher:
             if target <= self._log.flushed_offset:
                 return True
             ranges = self._ranges_to(target)
+            started = time.perf_counter()
             try:
                 await _pinned([m for m, _, _ in ranges], lambda: self._sync_ranges(ranges))
             except OSError:
                 _log.exception("commit log flush failed")
                 return False
             self._advance(target, timestamp)
+            seconds = time.perf_counter() - started
+            for listener in self.listeners:
+                listener(seconds)
             return True
 
     def flush_blocking(self) -> None:

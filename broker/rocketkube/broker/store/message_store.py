@@ -426,6 +426,11 @@ class MessageStore:
         from here). It must not raise."""
         self._append_listeners.append(listener)
 
+    def add_flush_listener(self, listener: Callable[[float], None]) -> None:
+        """Call ``listener(seconds)`` after each commit log flush round of the started
+        store, with the time it took (metrics). It must not raise."""
+        self._log_flusher.listeners.append(listener)
+
     # -- consume queue reads ---------------------------------------------------------------
 
     def get_messages(
@@ -627,6 +632,14 @@ class MessageStore:
     def flush_count(self) -> int:
         """Commit log flush rounds so far (group commit makes this far below sends)."""
         return self._log_flusher.flushes
+
+    def mapped(self) -> tuple[int, int]:
+        """(files, bytes) mapped into memory now: commit log, consume queue and index
+        files; the page cache holds what of them was touched lately."""
+        files = [*self._log.files, *(m for q in self._queues for m in q.files)]
+        if self._index is not None:
+            files += [f.mapped for f in self._index.files]
+        return len(files), sum(m.size for m in files)
 
     def disk_use_ratio(self) -> float:
         """The last measured disk use of the store root (0..1)."""

@@ -123,7 +123,10 @@ def _register(
     def seen(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
         meta = body.get("metadata") or {}
         present = type != "DELETED"
-        context_of(memo).metrics.track(kind, meta.get("namespace", ""), meta["name"], present)
+        conditions = (body.get("status") or {}).get("conditions") or ()
+        context_of(memo).metrics.track(
+            kind, meta.get("namespace", ""), meta["name"], present, conditions
+        )
 
     changed_id = f"{plural}-changed"
     for decorate in (kopf.on.resume, kopf.on.create, kopf.on.update):
