@@ -149,6 +149,7 @@ def test_the_default_operator_watches_every_namespace_with_a_cluster_role() -> N
     ]
     assert {o["kind"] for o in objects} == {
         "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Service", "Deployment",
+        "ConfigMap",  # the shipped dashboards
     }  # fmt: skip
     resources = {r for rule in rules_of(objects, "ClusterRole") for r in rule["resources"]}
     assert {"brokerclusters", "statefulsets", "podmonitors", "namespaces"} <= resources
@@ -271,6 +272,18 @@ def test_the_prometheus_rule_carries_the_rules_files_groups(tmp_path: Path) -> N
     assert rule["metadata"]["labels"]["release"] == "prom"
     validate_monitoring(rule)
     assert find(render({}, chart=copied), "PrometheusRule") == []
+
+
+def test_the_chart_ships_the_repositorys_dashboards_and_alert_rules() -> None:
+    objects = render(EVERYTHING_ON)
+    shipped = {p.name: json.loads(p.read_text()) for p in (CHART / "dashboards").glob("*.json")}
+    assert len(shipped) == 5
+    maps = find(objects, "ConfigMap")
+    assert {key: json.loads(text) for m in maps for key, text in m["data"].items()} == shipped
+    (rule,) = find(objects, "PrometheusRule")
+    rules_file = (CHART / "alerts" / "rocketkube.rules.yaml").read_text(encoding="utf-8")
+    assert rule["spec"]["groups"] == yaml.safe_load(rules_file)["groups"]
+    validate_monitoring(rule)
 
 
 def test_a_broken_rules_file_fails_the_render(tmp_path: Path) -> None:
