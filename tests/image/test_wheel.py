@@ -25,7 +25,7 @@ from pathlib import Path
 import image_build
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("image")]
 
 CHECKOUT = image_build.CHECKOUT
 PYPROJECT = tomllib.loads((CHECKOUT / "pyproject.toml").read_text(encoding="utf-8"))
