@@ -8,7 +8,7 @@ import json
 import pytest
 
 from rocketkube.broker.app import BrokerApp
-from rocketkube.client.bench import cli, sdk
+from rocketkube.client.bench import cli, runners, sdk
 from rocketkube.client.bench.stats import CpuWindows, Report, Stats
 from rocketkube.namesrv.app import NamesrvApp
 
@@ -76,7 +76,7 @@ async def test_bench_producer_against_a_broker(
     argv = "producer -t BenchSdkTopic -w 8 -s 64 -k --messages 200 --interval 60 --json"
     argv += " --send-timeout-ms 30000"  # the machines stall for seconds at times
     args = cli.main_parser().parse_args([*argv.split(), "-n", namesrv.address])
-    assert await cli.run_client_bench(args) == 0
+    assert await runners.run_client_bench(args) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["benchmark"] == "producer"
     assert (summary["messages"], summary["failed"]) == (200, 0)
@@ -96,7 +96,7 @@ async def test_bench_producer_auto_batch(
     argv += " --send-timeout-ms 30000"
     args = cli.main_parser().parse_args([*argv.split(), "--batch-max-delay-ms", "5"])
     args.namesrv_addr = namesrv.address
-    assert await cli.run_client_bench(args) == 0
+    assert await runners.run_client_bench(args) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (summary["messages"], summary["failed"]) == (300, 0)
     assert summary["settings"]["auto_batch"] is True
@@ -120,7 +120,7 @@ async def test_bench_tproducer_commits_and_rolls_back(
     argv = "tproducer -t BenchTxTopic -w 4 --messages 100 --rollback-rate 0.3 --json"
     argv += " --send-timeout-ms 30000"
     args = cli.main_parser().parse_args([*argv.split(), "-n", namesrv.address])
-    assert await cli.run_client_bench(args) == 0
+    assert await runners.run_client_bench(args) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (summary["benchmark"], summary["messages"], summary["failed"]) == ("tproducer", 100, 0)
     states = summary["local_transaction_states"]
@@ -146,7 +146,7 @@ async def test_bench_consumer_prefills_and_consumes(
     argv = "consumer -t BenchConsumeTopic -w 8 --messages 300 --duration 120 --prefill --json"
     argv += " --send-timeout-ms 30000"
     args = cli.main_parser().parse_args([*argv.split(), "-n", namesrv.address])
-    assert await cli.run_client_bench(args) == 0
+    assert await runners.run_client_bench(args) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (summary["benchmark"], summary["prefilled"]) == ("consumer", True)
     assert summary["messages"] >= 300, "not every prefilled message was consumed"

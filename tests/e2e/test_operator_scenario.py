@@ -7,7 +7,8 @@ One of each for the module: the emulated API server (``kube_api``); the kubelet 
 under kopf in a thread (``operator_harness``). The test's applications (the SDK's
 producer and push consumer) and the operator run on the host, outside the pods, and
 reach the pods' IPs over the bridge; nothing leaves the bridge and the namespaces the run
-made.
+made. The names of what the scenario applies, the :class:`Play` every step gets and the
+probes the steps wait on are in ``tests/support/e2e_play.py``.
 
 How the host finds the name servers: the cluster's ``status.nameServerAddress`` holds
 the name server pods' DNS names, which only the pods' hosts files resolve. The operator
@@ -44,29 +45,48 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
-import os
 import re
 import shutil
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from e2e_clients import SteadyProducer, consume, send_all
 from e2e_cluster import PodHistory, Scene, pod_ready, resolve
+from e2e_play import (
+    CLUSTER,
+    GROUP,
+    GROUP_KINDS,
+    GROUP_OBJECT,
+    LIGHT,
+    NAMESPACE,
+    NAMESRV_PODS,
+    NEW_IMAGE,
+    ROLL_ORDER,
+    TOPIC,
+    TOPIC_OBJECT,
+    Play,
+    broker,
+    caught_up,
+    group_pods,
+    killed_and_held,
+    master_of,
+    queues_shown,
+    rolled,
+    routes,
+    run,
+    slave_ready_to_serve,
+    topic_gone,
+    writable,
+)
 from kube_api import KubeApiServer, running_kube_api
 from kubelet import KubeletOptions, RunningKubelet, Unavailable, running_kubelet
 from kubelet_container import Backoff
-from operator_harness import Kubectl, RunningOperator, events_of, running_operator
+from operator_harness import Kubectl, RunningOperator, running_operator
 
-from rocketkube.client.admin import AdminClient
-from rocketkube.client.errors import TopicNotExistError
-from rocketkube.common.protocol import permission
 from rocketkube.operator.api import names
 
 pytestmark = [
@@ -76,33 +96,6 @@ pytestmark = [
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 EXAMPLES = CHECKOUT / "examples" / "kubernetes"
-NAMESPACE = "e2e"
-CLUSTER = "demo"
-TOPIC_OBJECT, TOPIC = "orders", "Orders"
-GROUP_OBJECT, GROUP = "order-processor", "OrderProcessor"
-LIGHT = {
-    "mappedFileSizeCommitLog": str(4 << 20),
-    "mappedFileSizeConsumeQueue": str(20 * 10_000),
-    "maxHashSlotNum": "5000",
-    "maxIndexNum": "20000",
-    "registerNameServerPeriod": "2000",
-    "haReconnectInterval": "1000",
-}
-"""Small store files; brokers register every 2 s (a name server back from a roll knows
-them soon) and a slave reconnects to its master within a second."""
-NEW_IMAGE = "rocketkube/rocketkube:0.1.1"
-GROUP_KINDS = ("statefulsets", "services", "configmaps", "poddisruptionbudgets")
-NAMESRV_PODS = [names.namesrv_pod(CLUSTER, i) for i in range(2)]
-ROLL_ORDER = [names.broker_pod(CLUSTER, g, o) for g in range(3) for o in (1, 0)]
-"""Group by group, in each the slave before its master."""
-
-
-def broker(group: int) -> str:
-    return names.broker_name(CLUSTER, group)
-
-
-def group_pods(group: int) -> list[str]:
-    return [names.broker_pod(CLUSTER, group, o) for o in range(2)]
 
 
 @pytest.fixture(scope="module")
@@ -149,68 +142,6 @@ def operator(
 
     with running_operator(kube, with_crds=False, resolve=address_of) as running:
         yield running
-
-
-def run(kubectl: Kubectl, *args: str, stdin: str | None = None) -> str:
-    done = kubectl(*args, stdin=stdin)
-    assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
-    return done.stdout
-
-
-@dataclass
-class Play:
-    """What every step uses."""
-
-    scene: Scene
-    kubectl: Kubectl
-    offsets: Path
-
-    def kubectl_ok(self, *args: str, stdin: str | None = None) -> str:
-        return run(self.kubectl, *args, "-n", NAMESPACE, stdin=stdin)
-
-    def patch(self, kind: str, name: str, spec: dict[str, Any]) -> None:
-        self.kubectl_ok("patch", kind, name, "--type", "merge", "-p", json.dumps({"spec": spec}))
-
-    def namesrv(self) -> str:
-        """The name servers as a client reaches them now (their DNS names resolved)."""
-        return resolve(
-            self.scene.cluster, self.status("brokerclusters", CLUSTER)["nameServerAddress"]
-        )
-
-    def admin(self) -> AdminClient:
-        """An admin client of the name servers as they are now (use ``async with``)."""
-        return AdminClient(self.namesrv())
-
-    def status(self, kind: str, name: str) -> dict[str, Any]:
-        found = self.scene.get(kind, name)
-        assert found is not None, f"{kind}/{name} is gone"
-        return dict(found.get("status") or {})
-
-    def cluster(self, type_: str) -> tuple[str, str]:
-        """The cluster's condition ``type_``: (status, reason)."""
-        status, reason, _ = self.scene.condition("brokerclusters", CLUSTER, type_)
-        return status, reason
-
-    def seen(self, mark: int, type_: str, kind: str = "brokerclusters",
-             name: str = CLUSTER) -> list[tuple[str, str]]:  # fmt: skip
-        """What one condition reported since ``mark``: (status, reason), in order."""
-        return [(t.status, t.reason) for t in self.scene.log.since(mark, kind, name, type_)]
-
-    async def settled(self, kind: str, name: str, timeout: float = 60) -> None:
-        """Wait until the object is Ready for its generation."""
-        await self.scene.until(
-            lambda: self.scene.settled(kind, name), f"{kind}/{name} Ready", timeout
-        )
-
-    async def event(self, kind: str, name: str, reason: str, count: int = 1) -> None:
-        """Wait for ``count`` Events of ``reason`` about an object (kopf posts them in the
-        background)."""
-
-        def posted() -> int:
-            found = events_of(self.scene.cluster, kind, name, NAMESPACE)
-            return sum(1 for _, why, _ in found if why == reason)
-
-        await self.scene.until(lambda: posted() >= count, f"{count} {reason} Events on {name}")
 
 
 async def test_a_cluster_from_apply_to_delete(
@@ -280,12 +211,6 @@ async def apply_examples(play: Play) -> None:
     assert waited[0] == ("False", "ClusterNotReady"), waited
 
 
-def queues_shown(play: Play) -> dict[str, tuple[int, int]]:
-    """The Topic's status: (read, write) queues per broker group."""
-    groups = play.status("topics", TOPIC_OBJECT).get("groups") or ()
-    return {g["brokerName"]: (g["readQueues"], g["writeQueues"]) for g in groups}
-
-
 # -- 2 -------------------------------------------------------------------------------------
 
 
@@ -304,13 +229,6 @@ async def send_and_receive(play: Play) -> None:
 
 
 # -- 3 -------------------------------------------------------------------------------------
-
-
-async def routes(play: Play) -> dict[str, tuple[int, int]]:
-    """The name servers' route of the topic: (read, write) queues per broker group."""
-    async with play.admin() as admin:
-        route = await admin.topic_route(TOPIC)
-    return {q.broker_name: (q.read_queue_nums, q.write_queue_nums) for q in route.queue_datas}
 
 
 async def grow_topic(play: Play) -> None:
@@ -354,66 +272,7 @@ async def scale_out(play: Play) -> None:
         assert not [seen for seen in degraded if seen.status == "True"], degraded
 
 
-async def master_of(admin: AdminClient, group: int) -> str:
-    info = await admin.cluster_info()
-    return info.broker_addr_table[broker(group)].broker_addrs[0]
-
-
 # -- 5 -------------------------------------------------------------------------------------
-
-
-async def caught_up(play: Play, group: int) -> bool | None:
-    """True once the group's master and slave are registered and hold the same commit log
-    (the operator's replication lag 0); None until then."""
-    async with play.admin() as admin:
-        info = await admin.cluster_info()
-        data = info.broker_addr_table.get(broker(group))
-        if data is None or sorted(data.broker_addrs) != [0, 1]:
-            return None
-        ends = [
-            int((await admin.broker_runtime_info(data.broker_addrs[i]))["commitLogMaxOffset"])
-            for i in (0, 1)
-        ]
-    return True if ends[0] == ends[1] else None
-
-
-async def slave_ready_to_serve(play: Play, group: int) -> bool | None:
-    """True once the group's slave has every message, the topic's 16 queues and the
-    consumer group (a slave copies its master's tables every 10 s)."""
-    if await caught_up(play, group) is None:
-        return None
-    async with play.admin() as admin:
-        info = await admin.cluster_info()
-        slave = info.broker_addr_table[broker(group)].broker_addrs[1]
-        topic = (await admin.topic_configs(slave)).get(TOPIC)
-        groups = await admin.subscription_groups(slave)
-    return True if topic is not None and topic.read_queue_nums == 16 and GROUP in groups else None
-
-
-@contextlib.asynccontextmanager
-async def killed_and_held(play: Play, pod: str) -> AsyncIterator[None]:
-    """SIGKILL ``pod``'s broker and hold its store's lock from the moment it dies until the
-    block ends: every restart in between fails (the store is in use). A restarted broker
-    needs most of a second to reach its store: the lock is ours long before."""
-    claim = play.scene.harness.claim_dir(f"{names.STORE_VOLUME}-{pod}", NAMESPACE)
-    fd = os.open(claim / "store" / "lock", os.O_RDWR)
-    try:
-        play.scene.harness.kill(pod, NAMESPACE)
-        await play.scene.until(lambda: locked(fd), f"{pod}'s store lock taken as it died", 10)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
-def locked(fd: int) -> bool:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
 
 
 async def kill_a_master(play: Play) -> None:
@@ -461,23 +320,6 @@ async def kill_a_master(play: Play) -> None:
 # -- 6 -------------------------------------------------------------------------------------
 
 
-def rolled(play: Play) -> bool:
-    """Every pod of the cluster Ready on the new image, the cluster settled on it with
-    nothing in progress."""
-    pods = play.scene.pods()
-    if sorted(pods) != sorted([*ROLL_ORDER, *NAMESRV_PODS]):
-        return False
-    for pod in pods.values():
-        image = pod["spec"]["containers"][0]["image"]
-        if image != NEW_IMAGE or pod["metadata"].get("deletionTimestamp") or not pod_ready(pod):
-            return False
-    return (
-        play.scene.settled("brokerclusters", CLUSTER)
-        and play.status("brokerclusters", CLUSTER).get("image") == NEW_IMAGE
-        and play.cluster("Progressing") == ("False", "Idle")
-    )
-
-
 async def roll_new_image(play: Play) -> None:
     scene = play.scene
     mark = scene.log.mark()
@@ -510,11 +352,6 @@ async def roll_new_image(play: Play) -> None:
 
 
 # -- 7 -------------------------------------------------------------------------------------
-
-
-async def writable(admin: AdminClient, group: int) -> bool:
-    route = await admin.topic_route(broker(group))
-    return all(queue.perm & permission.PERM_WRITE for queue in route.queue_datas)
 
 
 async def scale_in(play: Play) -> None:
@@ -564,15 +401,6 @@ async def scale_in(play: Play) -> None:
 
 
 # -- 8 -------------------------------------------------------------------------------------
-
-
-async def topic_gone(play: Play) -> bool | None:
-    async with play.admin() as admin:
-        try:
-            await admin.topic_route(TOPIC)
-        except TopicNotExistError:
-            return True
-    return None
 
 
 async def delete_all(play: Play) -> None:

@@ -174,6 +174,11 @@ def test_the_broker_container_takes_its_identity_from_the_pod() -> None:
             **probe("startupProbe", "/healthz", 120, 5),
             **probe("livenessProbe", "/healthz", 3, 10),
             **probe("readinessProbe", "/readyz", 3, 5),
+            "securityContext": {
+                "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True,
+                "capabilities": {"drop": ["ALL"]},
+            },
             "resources": {
                 "limits": {"memory": "2Gi"},
                 "requests": {"cpu": "500m", "memory": "1Gi"},

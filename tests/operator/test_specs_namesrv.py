@@ -82,6 +82,11 @@ def test_the_statefulset_runs_the_name_server_from_its_config() -> None:
             **probe("startupProbe", "/healthz", 24, 5),
             **probe("livenessProbe", "/healthz", 3, 10),
             **probe("readinessProbe", "/readyz", 3, 5),
+            "securityContext": {
+                "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True,
+                "capabilities": {"drop": ["ALL"]},
+            },
             "resources": {"limits": {"memory": "512Mi"}, "requests": {"cpu": "100m"}},
         }
     ]

@@ -80,7 +80,8 @@ def test_overrides_are_merged_and_the_operators_labels_win(
 
 def test_overrides_of_one_section_leave_the_other_alone() -> None:
     pod = template({"brokers": {"template": TEMPLATE}}, "demo-namesrv")["spec"]
-    assert not {"tolerations", "nodeSelector", "priorityClassName", "securityContext"} & set(pod)
+    assert not {"tolerations", "nodeSelector", "priorityClassName"} & set(pod)
+    assert pod["securityContext"]["runAsUser"] == 10001
     assert (
         "team"
         not in template({"brokers": {"template": TEMPLATE}}, "demo-namesrv")["metadata"]["labels"]
@@ -107,6 +108,27 @@ def test_without_affinity_a_groups_pods_prefer_different_nodes() -> None:
                 }
             ]
         }
+    }
+
+
+@pytest.mark.parametrize("name", ["demo-namesrv", "demo-broker-0"])
+def test_without_a_security_context_pods_run_as_the_images_user(name: str) -> None:
+    """The image's user 10001 (Dockerfile), never root; fsGroup makes a fresh claim its own;
+    the root filesystem read-only: what Pod Security's ``restricted`` level asks."""
+    pod = template({}, name)["spec"]
+    assert pod["securityContext"] == {
+        "runAsNonRoot": True,
+        "runAsUser": 10001,
+        "runAsGroup": 10001,
+        "fsGroup": 10001,
+        "fsGroupChangePolicy": "OnRootMismatch",
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    (container,) = pod["containers"]
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
     }
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocketkube.client.bench.cli import local_broker, local_namesrv
+from rocketkube.client.bench.local_cluster import local_broker, local_namesrv
 
 __all__ = ["Cluster", "CreateTopic", "child_cluster"]
 

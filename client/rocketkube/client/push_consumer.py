@@ -5,13 +5,11 @@ and puts the messages into the queue's
 :class:`~rocketkube.client.process_queue.ProcessQueue`, from which a consume service
 (:mod:`.consume_service`) calls the listener. The pieces:
 
-- **Rebalance** (docs/protocol.md §13.3) every ``rebalance_interval`` seconds and at once
-  when a broker sends NOTIFY_CONSUMER_IDS_CHANGED (40): the topic's readable queues and the
-  group's client ids go through the ``allocate`` strategy (:mod:`.allocation`); broadcasting
-  takes every queue. A queue lost is dropped (its offset persisted first); a queue gained
-  starts from its stored offset, else per ``consume_from`` (docs/protocol.md §6.2).
-  Clustering also consumes ``%RETRY%<group>``, handing listeners the original topic
-  (``RETRY_TOPIC``).
+- **Rebalance** (:mod:`.rebalance`, docs/protocol.md §13.3) every ``rebalance_interval``
+  seconds and at once when a broker sends NOTIFY_CONSUMER_IDS_CHANGED (40): the consumer
+  takes its share of each topic's queues through the ``allocate`` strategy
+  (:mod:`.allocation`), or every queue in broadcasting. Clustering also consumes
+  ``%RETRY%<group>``, handing listeners the original topic (``RETRY_TOPIC``).
 - **Flow control**: a queue holding ``pull_threshold_for_queue`` messages (or
   ``pull_threshold_size_for_queue_mib``) is not pulled until the listener catches up
   (re-checked every 50 ms); a pull never asks for more than the room left, so a queue
@@ -35,8 +33,6 @@ and puts the messages into the queue's
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -68,6 +64,7 @@ from rocketkube.client.offset_store import LocalFileOffsetStore, OffsetStore, Re
 from rocketkube.client.process_queue import ProcessQueue
 from rocketkube.client.pull import DEFAULT_MAX_INFLATED_BODY_SIZE
 from rocketkube.client.push_running_info import push_running_info
+from rocketkube.client.rebalance import Membership, OwnedQueue, Rebalancer
 from rocketkube.client.routing import MessageQueue
 from rocketkube.client.send_back import restore_topics, send_back
 from rocketkube.common import errors
@@ -98,14 +95,6 @@ DEFAULT_OFFSET_STORE_DIR: Final = Path("~/.rocketkube_offsets")
 _FLOW_CONTROL_DELAY: Final = 0.05
 _LOCK_RETRY_DELAY: Final = 0.5
 _MIB: Final = 1024 * 1024
-
-
-@dataclasses.dataclass(slots=True)
-class _Owned:
-    """A queue this consumer owns: its held messages and its pull loop."""
-
-    process_queue: ProcessQueue
-    pull_task: asyncio.Task[None]
 
 
 class PushConsumer(AsyncLifecycle):
@@ -198,11 +187,9 @@ class PushConsumer(AsyncLifecycle):
         self._core: ConsumerCore | None = None
         self._store: OffsetStore | None = None
         self._service: ConcurrentConsumeService | OrderlyConsumeService | None = None
-        self._owned: dict[MessageQueue, _Owned] = {}
+        self._rebalancer: Rebalancer | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._side_tasks: set[asyncio.Task[None]] = set()
-        self._rebalance_wanted = asyncio.Event()
-        self._rebalance_lock = asyncio.Lock()
         self._closed = False
         self._stats = ConsumeStatsRecorder()
         self._start_ms = 0
@@ -233,14 +220,18 @@ class PushConsumer(AsyncLifecycle):
         """Consume ``topic``'s messages whose tag matches ``expression`` (``"TagA || TagB"``,
         ``"*"``). After :meth:`start` the brokers hear of it and a rebalance follows."""
         self._subscriptions[topic] = parse_subscription(topic, expression, _now_ms())
-        if self._core is not None:
+        if self._rebalancer is not None:
             await self._refresh_routes()
             await self._heartbeat()
-            self._rebalance_wanted.set()
+            self._rebalancer.request()
 
     def assignment(self) -> set[MessageQueue]:
         """The queues this consumer currently owns (retry queues included)."""
         return set(self._owned)
+
+    @property
+    def _owned(self) -> dict[MessageQueue, OwnedQueue]:
+        return self._rebalancer.owned if self._rebalancer is not None else {}
 
     def _before_start(self) -> None:
         if self._core is not None or self._closed:
@@ -279,16 +270,42 @@ class PushConsumer(AsyncLifecycle):
         self._store = store
         self._service = self._make_service(store)
         self._service.start()
+        rebalancer = self._rebalancer = self._make_rebalancer(core, store)
         await self._refresh_routes()
         await self._heartbeat()
         loop = asyncio.get_running_loop()
         self._tasks = [
-            loop.create_task(self._rebalance_loop()),
+            loop.create_task(
+                rebalancer.run(
+                    lambda: self._subscriptions, self.rebalance_interval, lambda: self._closed
+                )
+            ),
             loop.create_task(self._every(self.persist_interval, self._persist)),
             loop.create_task(self._every(self.heartbeat_interval, self._maintain)),
         ]
         if self.orderly and self.clustering:
             self._tasks.append(loop.create_task(self._every(self.lock_interval, self._lock_all)))
+
+    def _make_rebalancer(self, core: ConsumerCore, store: OffsetStore) -> Rebalancer:
+        membership = Membership(
+            group=self.group,
+            client_id=self.client_id,
+            clustering=self.clustering,
+            locking=self.orderly and self.clustering,
+            allocate=self.allocate,
+            consume_from=self.consume_from,
+            consume_timestamp_ms=self.consume_timestamp_ms,
+        )
+
+        def start_pull(queue: MessageQueue, pq: ProcessQueue, offset: int) -> asyncio.Task[None]:
+            return asyncio.get_running_loop().create_task(self._pull_loop(queue, pq, offset))
+
+        return Rebalancer(core, store, membership, start_pull=start_pull, release=self._release)
+
+    async def _release(self, queue: MessageQueue) -> None:
+        """A dropped queue's pull loop has stopped: an orderly service lets go of it."""
+        if isinstance(self._service, OrderlyConsumeService):
+            await self._service.stop_queue(queue, self.shutdown_timeout)
 
     def _make_service(self, store: OffsetStore) -> ConcurrentConsumeService | OrderlyConsumeService:
         if self._orderly_listener is not None:
@@ -350,7 +367,7 @@ class PushConsumer(AsyncLifecycle):
                 await queue_locks.unlock(core, list(self._owned))
             await core.unregister()
         finally:
-            self._owned.clear()
+            self._rebalancer = None
             self._core = None
             await core.close()
 
@@ -369,16 +386,6 @@ class PushConsumer(AsyncLifecycle):
                 await job()
             except errors.RocketKubeError as exc:
                 log.warning("%s: %s", getattr(job, "__name__", job), exc)
-
-    async def _rebalance_loop(self) -> None:
-        while not self._closed:
-            self._rebalance_wanted.clear()
-            try:
-                await self._rebalance()
-            except errors.RocketKubeError as exc:
-                log.warning("rebalance of %s failed: %s", self.group, exc)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._rebalance_wanted.wait(), self.rebalance_interval)
 
     async def _persist(self) -> None:
         _, store = self._started()
@@ -407,75 +414,6 @@ class PushConsumer(AsyncLifecycle):
                 subscriptions=list(self._subscriptions.values()),
             )
         )
-
-    # -- rebalance ---------------------------------------------------------------------------
-
-    async def _rebalance(self) -> None:
-        """Take this consumer's share of every subscribed topic's queues."""
-        core, _ = self._started()
-        async with self._rebalance_lock:
-            for topic in list(self._subscriptions):
-                try:
-                    all_queues = await core.readable_queues(topic)
-                except client_errors.RouteNotFoundError:
-                    log.debug("rebalance of %s: no route for %s yet", self.group, topic)
-                    continue
-                if self.clustering:
-                    cids = await core.consumer_ids(topic)
-                    if not cids:
-                        continue
-                    mine = set(self.allocate(self.group, self.client_id, all_queues, cids))
-                else:
-                    mine = set(all_queues)
-                await self._update_topic(topic, mine)
-
-    async def _update_topic(self, topic: str, mine: set[MessageQueue]) -> None:
-        for queue in [q for q in self._owned if q.topic == topic and q not in mine]:
-            log.info("%s: dropping %s", self.client_id, queue)
-            await self._drop(queue, persist=True)
-            if self.orderly and self.clustering:
-                await queue_locks.unlock(self._started()[0], [queue])
-        for queue in sorted(mine - set(self._owned)):
-            try:
-                await self._take(queue)
-            except errors.RocketKubeError as exc:
-                log.warning("%s: cannot start %s yet: %s", self.client_id, queue, exc)
-
-    async def _take(self, queue: MessageQueue, offset: int | None = None) -> None:
-        """Own ``queue``: lock it (orderly), find its first offset, start its pull loop."""
-        core, store = self._started()
-        pq = ProcessQueue()
-        if self.orderly and self.clustering:
-            if queue not in await queue_locks.lock(core, [queue]):
-                return
-            pq.locked, pq.last_lock_time = True, time.monotonic()
-        if offset is None:
-            store.remove(queue)
-            committed = await store.read_stored(queue)
-            offset = await core.first_offset(
-                queue, committed, self.consume_from, self.consume_timestamp_ms
-            )
-        store.update(queue, offset)
-        log.info("%s: consuming %s from offset %d", self.client_id, queue, offset)
-        task = asyncio.get_running_loop().create_task(self._pull_loop(queue, pq, offset))
-        self._owned[queue] = _Owned(pq, task)
-
-    async def _drop(self, queue: MessageQueue, *, persist: bool) -> None:
-        """Stop owning ``queue``: its pull loop ends and late results are ignored."""
-        owned = self._owned.pop(queue, None)
-        if owned is None:
-            return
-        owned.process_queue.dropped = True
-        await cancel_and_wait(owned.pull_task)
-        if isinstance(self._service, OrderlyConsumeService):
-            await self._service.stop_queue(queue, self.shutdown_timeout)
-        _, store = self._started()
-        if persist:
-            try:
-                await store.persist([queue])
-            except errors.RocketKubeError as exc:
-                log.warning("persisting %s on drop failed: %s", queue, exc)
-        store.remove(queue)
 
     # -- pulling -----------------------------------------------------------------------------
 
@@ -554,17 +492,19 @@ class PushConsumer(AsyncLifecycle):
     def handle(self, conn: Connection, request: RemotingCommand) -> Reply:
         """Serve what brokers ask this consumer on its own connections."""
         if request.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
-            self._rebalance_wanted.set()
+            if self._rebalancer is not None:
+                self._rebalancer.request()
             return None
         if request.code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET:
             header = ResetOffsetRequestHeader.decode(request.ext_fields)
             table = ResetOffsetBody.decode(request.body_bytes()).offset_table
-            if header.group == self.group and not self._closed:
+            rebalancer = self._rebalancer
+            if header.group == self.group and rebalancer is not None and not self._closed:
                 offsets = {
                     MessageQueue(q.topic, q.broker_name, q.queue_id): offset
                     for q, offset in table.items()
                 }
-                task = asyncio.get_running_loop().create_task(self._reset_offsets(offsets))
+                task = asyncio.get_running_loop().create_task(rebalancer.reset(offsets))
                 self._side_tasks.add(task)
                 task.add_done_callback(self._side_tasks.discard)
             return RemotingCommand.response()
@@ -584,22 +524,6 @@ class PushConsumer(AsyncLifecycle):
             committed=store.read,
             stats=self._stats,
         )
-
-    async def _reset_offsets(self, offsets: dict[MessageQueue, int]) -> None:
-        """Restart every listed queue this consumer owns from its new offset."""
-        _, store = self._started()
-        async with self._rebalance_lock:
-            for queue, offset in sorted(offsets.items()):
-                if queue not in self._owned:
-                    continue
-                await self._drop(queue, persist=False)
-                store.update(queue, offset)
-                try:
-                    await store.persist([queue])
-                    await self._take(queue, offset)
-                except errors.RocketKubeError as exc:
-                    log.warning("reset of %s to %d failed: %s", queue, offset, exc)
-        log.info("%s: reset %d queue(s)", self.client_id, len(offsets))
 
 
 def _now_ms() -> int:

@@ -14,7 +14,15 @@ from typing import Any, Final
 
 from rocketkube.operator.api import models
 
-__all__ = ["CONFIG_DIR", "DATA_DIR", "Cluster", "InvalidSpec", "Manifest", "metadata"]
+__all__ = [
+    "CONFIG_DIR",
+    "DATA_DIR",
+    "IMAGE_UID",
+    "Cluster",
+    "InvalidSpec",
+    "Manifest",
+    "metadata",
+]
 
 Manifest = dict[str, Any]
 """A Kubernetes object (or part of one) as the API takes it: camelCase keys, JSON values."""
@@ -22,7 +30,11 @@ Manifest = dict[str, Any]
 CONFIG_DIR: Final = "/etc/rocketkube"
 """Where a pod's ConfigMap (its ``namesrv.conf`` or ``broker.conf``) is mounted."""
 DATA_DIR: Final = "/var/lib/rocketkube"
-"""Where a pod keeps its data: a broker's store volume, a name server's KV config."""
+"""Where a pod keeps its data: a broker's store volume, a name server's KV config (the
+image's ``HOME``, so what a server writes by default lands there too)."""
+IMAGE_UID: Final = 10001
+"""The user and group the rocketkube image runs as (its ``Dockerfile``): a pod runs as it,
+and owns its volumes through ``fsGroup``."""
 
 
 class InvalidSpec(ValueError):

@@ -11,6 +11,10 @@ on ``/readyz`` (a broker is ready once its store is recovered and it has registe
 A broker's startup probe waits up to ten minutes: recovering a large store takes time,
 and a liveness kill in the middle would only start it again. A broker learns its pod's
 name, namespace and IP from the downward API (``--identity-from-pod``).
+
+Both run ``rocketkube`` as the container's first process (``command`` replaces the
+image's entrypoint), which stops cleanly on SIGTERM by itself, on a read-only root
+filesystem, unprivileged: a server writes only to its data volume.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ def namesrv_container(cluster: base.Cluster) -> base.Manifest:
         "ports": [_port("remoting", names.NAMESRV_PORT), _port(http, names.NAMESRV_HTTP_PORT)],
         "volumeMounts": [_config_mount(), {"name": DATA_VOLUME, "mountPath": base.DATA_DIR}],
         **_probes(http, NAMESRV_STARTUP_FAILURES),
+        "securityContext": _security(),
     }
     return _with_resources(container, spec.name_servers.resources)
 
@@ -91,8 +96,17 @@ def broker_container(cluster: base.Cluster) -> base.Manifest:
             {"name": names.STORE_VOLUME, "mountPath": base.DATA_DIR},
         ],
         **_probes(http, BROKER_STARTUP_FAILURES),
+        "securityContext": _security(),
     }
     return _with_resources(container, spec.brokers.resources)
+
+
+def _security() -> base.Manifest:
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
 
 
 def _port(name: str, number: int) -> base.Manifest:

@@ -9,7 +9,9 @@ What goes in, later entries winning::
     spec          the container, its volumes, terminationGracePeriodSeconds, then the
                   user's scheduling: affinity (by default: prefer spreading a group's
                   pods, or the name servers, over nodes), tolerations, nodeSelector,
-                  priorityClassName, securityContext, topologySpreadConstraints
+                  priorityClassName, securityContext (by default: the image's non-root
+                  user, with fsGroup so a fresh store claim is writable by it, and the
+                  runtime's seccomp profile), topologySpreadConstraints
 
 The template hash is a sha256 of canonical JSON (sorted keys, no spaces) of the template
 and of the config file its pods mount, first 16 hex digits. A running pod whose hash
@@ -61,6 +63,7 @@ def template(cluster: base.Cluster, parts: PodParts) -> base.Manifest:
     if parts.grace_seconds is not None:
         spec["terminationGracePeriodSeconds"] = parts.grace_seconds
     spec["affinity"] = copy.deepcopy(overrides.affinity) or _spread(selector)
+    spec["securityContext"] = copy.deepcopy(overrides.security_context) or _pod_security()
     spec.update(_scheduling(overrides))
     rendered: base.Manifest = {
         "metadata": {"labels": labels, "annotations": annotations},
@@ -112,13 +115,25 @@ def _spread(selector: Mapping[str, str]) -> base.Manifest:
     }
 
 
+def _pod_security() -> base.Manifest:
+    """The image's user (never root); ``OnRootMismatch`` spares a large store a recursive
+    change of ownership at every start."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": base.IMAGE_UID,
+        "runAsGroup": base.IMAGE_UID,
+        "fsGroup": base.IMAGE_UID,
+        "fsGroupChangePolicy": "OnRootMismatch",
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
 def _scheduling(overrides: models.PodTemplateOverrides) -> base.Manifest:
-    """The user's scheduling and security fields that are set, copied."""
+    """The user's scheduling fields that are set, copied."""
     fields: base.Manifest = {
         "tolerations": overrides.tolerations,
         "nodeSelector": overrides.node_selector,
         "priorityClassName": overrides.priority_class_name,
-        "securityContext": overrides.security_context,
         "topologySpreadConstraints": overrides.topology_spread_constraints,
     }
     return {key: copy.deepcopy(value) for key, value in fields.items() if value}
