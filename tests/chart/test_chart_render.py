@@ -167,7 +167,7 @@ def test_the_pod_runs_restricted_as_uid_10001_with_probes_on_healthz() -> None:
     assert pod["securityContext"]["runAsUser"] == 10001
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     (container,) = pod["containers"]
-    assert container["image"] == "rocketkube:0.1.0"
+    assert container["image"] == "rocketkube/rocketkube:0.1.0"
     assert container["command"] == ["rocketkube"]
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
