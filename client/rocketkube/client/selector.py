@@ -2,7 +2,7 @@
 
 ``MessageSelector.by_tag("TagA || TagB")`` filters by tag, as a plain string does;
 ``MessageSelector.by_sql("a BETWEEN 3 AND 5 AND b = 'x'")`` asks the broker to evaluate
-the expression on each message's properties (docs/protocol.md §5.5). The SQL text is parsed
+the expression on each message's properties (docs/protocol.md §5.7). The SQL text is parsed
 here first, with the broker's own parser (:mod:`rocketkube.common.filter`), so a syntax
 error raises :class:`~rocketkube.common.filter.Sql92SyntaxError` before anything is sent;
 the broker needs ``enablePropertyFilter=true`` to serve it.
