@@ -85,6 +85,9 @@ class BrokerSettings(BaseModel):
     slave_read_enable: bool = Field(
         False, alias="slaveReadEnable", description="slow consumers read from a slave"
     )
+    enable_property_filter: bool = Field(
+        False, alias="enablePropertyFilter", description="serve SQL92 subscriptions"
+    )
     notify_consumer_ids_changed_enable: bool = Field(True, alias="notifyConsumerIdsChangedEnable")
     channel_expired_timeout: int = Field(120_000, alias="channelExpiredTimeout", gt=0)
     server_channel_max_idle_time_seconds: int = Field(

@@ -65,6 +65,7 @@ from rocketkube.client.producer import (
 from rocketkube.client.pull import PullResult, PullStatus
 from rocketkube.client.push_consumer import MessageModel, PushConsumer
 from rocketkube.client.routing import MessageQueue, select_queue
+from rocketkube.client.selector import MessageSelector
 from rocketkube.client.transaction import (
     LocalTransactionState,
     TransactionListener,
@@ -78,6 +79,7 @@ from rocketkube.common.errors import (
     RemotingTimeoutError,
     RocketKubeError,
 )
+from rocketkube.common.filter import Sql92SyntaxError
 from rocketkube.common.message.model import Message, MessageExt
 
 __all__ = [
@@ -102,6 +104,7 @@ __all__ = [
     "MessageModel",
     "MessageQueue",
     "MessageQueueSelector",
+    "MessageSelector",
     "MessageValidationError",
     "NoPermissionError",
     "OrderlyMessageListener",
@@ -119,6 +122,7 @@ __all__ = [
     "SendResult",
     "SendStatus",
     "ServiceNotAvailableError",
+    "Sql92SyntaxError",
     "TopicNotExistError",
     "TransactionListener",
     "TransactionProducer",

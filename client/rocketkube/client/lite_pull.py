@@ -32,6 +32,7 @@ from typing import Final
 
 from rocketkube.client import errors as client_errors
 from rocketkube.client import running_info as ri
+from rocketkube.client import selector
 from rocketkube.client.consume_stats import ConsumeStatsRecorder
 from rocketkube.client.consumer_core import (
     FROM_WHERE,
@@ -201,24 +202,29 @@ class LitePullConsumer(AsyncLifecycle):
 
     # -- queues ------------------------------------------------------------------------------
 
-    async def subscribe(self, topic: str, expression: str = "*") -> None:
+    async def subscribe(self, topic: str, expression: selector.Selector = "*") -> None:
         """Consume every readable queue of ``topic`` whose messages match the tag ``expression``.
 
-        ``expression`` is ``"*"`` or ``"TagA || TagB"``. Before :meth:`start` it is only
-        recorded; once started the route is read at once and the brokers get a heartbeat.
+        ``expression`` is ``"*"`` or ``"TagA || TagB"``, or a
+        :class:`~rocketkube.client.selector.MessageSelector` (``by_sql``). Before
+        :meth:`start` it is only recorded; once started the route is read at once and the
+        brokers get a heartbeat.
         A topic no name server routes yet (a producer is about to create it) is not an
         error, as in Java: :meth:`poll` asks for its route again, at most once a second,
         until it appears. Not allowed after :meth:`assign`.
         """
         if self._assigned:
             raise client_errors.ClientStateError("subscribe() after assign() is not allowed")
-        self._subscriptions[topic] = parse_subscription(topic, expression, _now_ms())
+        self._subscriptions[topic] = selector.subscription(topic, expression, _now_ms())
         if self._core is not None:
             await self._route_or_wait(topic)
             await self._heartbeat()
 
-    async def assign(self, queues: Iterable[MessageQueue], expression: str = "*") -> None:
-        """Consume exactly ``queues`` (replacing any earlier assignment), filtered by tags.
+    async def assign(
+        self, queues: Iterable[MessageQueue], expression: selector.Selector = "*"
+    ) -> None:
+        """Consume exactly ``queues`` (replacing any earlier assignment), filtered by tags or
+        by a :class:`~rocketkube.client.selector.MessageSelector`.
 
         Needs a started consumer (the routes give the brokers' addresses). Not allowed after
         :meth:`subscribe`.
@@ -231,7 +237,7 @@ class LitePullConsumer(AsyncLifecycle):
         self._assigned = True
         stamp = _now_ms()
         self._subscriptions = {
-            t: parse_subscription(t, expression, stamp) for t in {q.topic for q in wanted}
+            t: selector.subscription(t, expression, stamp) for t in {q.topic for q in wanted}
         }
         self._queues = {q: self._queues.get(q) or _QueueState() for q in wanted}
         await self._heartbeat()

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Final
 
 from rocketkube.client import errors as client_errors
-from rocketkube.client import queue_locks
+from rocketkube.client import queue_locks, selector
 from rocketkube.client import running_info as ri
 from rocketkube.client.allocation import AllocateStrategy, allocate_averagely
 from rocketkube.client.consume_service import ConcurrentConsumeService, OrderlyConsumeService
@@ -216,10 +216,11 @@ class PushConsumer(AsyncLifecycle):
         self._before_start()
         self._listener, self._orderly_listener = None, listener
 
-    async def subscribe(self, topic: str, expression: str = "*") -> None:
+    async def subscribe(self, topic: str, expression: selector.Selector = "*") -> None:
         """Consume ``topic``'s messages whose tag matches ``expression`` (``"TagA || TagB"``,
-        ``"*"``). After :meth:`start` the brokers hear of it and a rebalance follows."""
-        self._subscriptions[topic] = parse_subscription(topic, expression, _now_ms())
+        ``"*"``), or that a :class:`~rocketkube.client.selector.MessageSelector` selects.
+        After :meth:`start` the brokers hear of it and a rebalance follows."""
+        self._subscriptions[topic] = selector.subscription(topic, expression, _now_ms())
         if self._rebalancer is not None:
             await self._refresh_routes()
             await self._heartbeat()

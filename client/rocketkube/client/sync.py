@@ -35,6 +35,7 @@ from rocketkube.client.errors import ClientStateError
 from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.client.listener import ConsumeContext, ConsumeOrderlyStatus, ConsumeStatus
 from rocketkube.client.routing import MessageQueue
+from rocketkube.client.selector import Selector
 from rocketkube.common.message.model import Message, MessageExt
 
 __all__ = ["AdminClient", "LitePullConsumer", "Producer", "PushConsumer", "SyncClient"]
@@ -197,11 +198,12 @@ class LitePullConsumer(SyncClient[aio_lite_pull.LitePullConsumer]):
     def __init__(self, group: str, namesrv_addr: str = "127.0.0.1:9876", **options: Any) -> None:
         super().__init__(lambda: aio_lite_pull.LitePullConsumer(group, namesrv_addr, **options))
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Subscribe to ``topic`` with a tag expression (``TagA || TagB``, ``*``)."""
+    def subscribe(self, topic: str, expression: Selector = "*") -> None:
+        """Subscribe to ``topic`` with a tag expression (``TagA || TagB``, ``*``) or a
+        ``MessageSelector``."""
         self.run(lambda c: c.subscribe(topic, expression))
 
-    def assign(self, queues: Iterable[MessageQueue], expression: str = "*") -> None:
+    def assign(self, queues: Iterable[MessageQueue], expression: Selector = "*") -> None:
         """Consume exactly these queues (no rebalancing)."""
         self.run(lambda c: c.assign(list(queues), expression))
 
@@ -262,8 +264,9 @@ class PushConsumer(SyncClient[aio_push.PushConsumer]):
             self._pool.shutdown(wait=False)
             raise
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Subscribe to ``topic`` with a tag expression (``TagA || TagB``, ``*``)."""
+    def subscribe(self, topic: str, expression: Selector = "*") -> None:
+        """Subscribe to ``topic`` with a tag expression (``TagA || TagB``, ``*``) or a
+        ``MessageSelector``."""
         self.run(lambda c: c.subscribe(topic, expression))
 
     def register_listener(self, listener: BlockingListener[ConsumeStatus]) -> None:

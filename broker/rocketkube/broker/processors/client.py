@@ -5,6 +5,11 @@ GET_CONSUMER_LIST_BY_GROUP, and the NOTIFY_CONSUMER_IDS_CHANGED the broker sends
   (creating ``%RETRY%<group>`` when the group's config exists) and every producer group.
 - UNREGISTER_CLIENT (35) removes the connection from the named groups.
 - GET_CONSUMER_LIST_BY_GROUP (38) lists the client ids of a group's live channels.
+- CHECK_CLIENT_CONFIG (46), which Java consumers send for each non-TAG subscription when
+  they start (and fail to start on a refusal): 0 for TAG, 1 for anything else without
+  ``enablePropertyFilter``, 23 with the parser's message for a SQL92 expression that does
+  not parse, or for another expression type. A heartbeat is never refused for its
+  subscriptions, as in Java: a bad one is refused when pulled (:mod:`.pull`).
 - :func:`install` makes :class:`~rocketkube.broker.clients.ClientManager` call
   :func:`notify_group_changed` whenever a group changes (a channel joins or leaves, the
   topic set changes, a channel closes or expires): every member gets a oneway 40.
@@ -18,10 +23,11 @@ import logging
 from rocketkube.broker import topics
 from rocketkube.broker.clients import ClientChannel, ConsumerGroupInfo
 from rocketkube.broker.context import BrokerContext
-from rocketkube.common import errors
+from rocketkube.common import errors, fastjson
+from rocketkube.common import filter as sql_filter
 from rocketkube.common.protocol import admin_bodies, permission
 from rocketkube.common.protocol import admin_headers as h
-from rocketkube.common.protocol.heartbeat import HeartbeatData
+from rocketkube.common.protocol.heartbeat import EXPRESSION_TAG, HeartbeatData, SubscriptionData
 from rocketkube.common.remoting import faults
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
@@ -74,6 +80,7 @@ class ClientProcessors:
             c.HEART_BEAT: self.heart_beat,
             c.UNREGISTER_CLIENT: self.unregister_client,
             c.GET_CONSUMER_LIST_BY_GROUP: self.get_consumer_list_by_group,
+            c.CHECK_CLIENT_CONFIG: self.check_client_config,
         }
 
     def heart_beat(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
@@ -126,6 +133,31 @@ class ClientProcessors:
                 ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {header.consumer_group}"
             )
         return RemotingCommand.response(body=admin_bodies.encode_consumer_id_list(client_ids))
+
+    def check_client_config(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        try:
+            body = fastjson.loads(req.body) if req.body else {}
+            raw = body.get("subscriptionData")
+            sub = SubscriptionData.from_json(raw) if raw else None
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            conn.fault(faults.BODY, f"malformed CHECK_CLIENT_CONFIG body: {exc!r}")
+            return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, f"malformed body: {exc!r}")
+        if sub is None or sub.expression_type == EXPRESSION_TAG:
+            return RemotingCommand.response()
+        if not self.ctx.settings.enable_property_filter:
+            return RemotingCommand.response(
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {sub.expression_type}",
+            )
+        if sub.expression_type != sql_filter.EXPRESSION_TYPE:
+            return RemotingCommand.response(
+                ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"no filter of type {sub.expression_type}"
+            )
+        try:
+            sql_filter.parse(sub.sub_string)
+        except sql_filter.Sql92SyntaxError as exc:
+            return RemotingCommand.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
+        return RemotingCommand.response()
 
 
 def table(ctx: BrokerContext) -> dict[int, Processor]:

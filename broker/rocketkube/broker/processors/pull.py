@@ -6,9 +6,12 @@ Follows Java's ``PullMessageProcessor`` (docs/protocol.md §5):
    allowed) and consume-enabled (16), topic known (17) and readable (16), queueId in range
    (1), then the subscription: the request's own with FLAG_SUBSCRIPTION (unparsable 23),
    else the heartbeat-registered one (no group info or no subscription 24, broadcasting
-   refused 16, older than the request's subVersion 25). Only TAG expressions are served;
-   SQL92 answers 1 (no property filter).
-2. ``store.get_messages`` with the subscription's tag filter, and the status mapped to a
+   refused 16, older than the request's subVersion 25). A TAG expression filters by the
+   consume queue's tags code. A SQL92 one answers 1 ("The broker does not support consumer
+   to filter message by SQL92") unless ``enablePropertyFilter``; then it is parsed (once
+   per expression, :mod:`~rocketkube.broker.property_filter`), a syntax error answering 23
+   with the parser's message, and it filters each record by its properties.
+2. ``store.get_messages`` with the subscription's filters, and the status mapped to a
    code (table below). The response header always carries all four fields; the remark is
    the store status name; the body is the store's memoryviews (joined only when several).
 3. A would-be 19 with FLAG_SUSPEND, on the first processing, is held by the
@@ -44,14 +47,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import NamedTuple
 
+from rocketkube.broker import property_filter
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.long_polling import PullRequestHoldService
-from rocketkube.broker.store import GetResult, GetStatus, TagFilter
+from rocketkube.broker.store import GetResult, GetStatus, RecordFilter, TagFilter
+from rocketkube.common.filter import EXPRESSION_TYPE as EXPRESSION_SQL92
+from rocketkube.common.filter import Sql92SyntaxError
 from rocketkube.common.message import sysflag
 from rocketkube.common.protocol import heartbeat, permission
 from rocketkube.common.protocol import pull_headers as h
 from rocketkube.common.protocol.route import MASTER_ID
+from rocketkube.common.protocol.subscription_group import SubscriptionGroupConfig
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection
@@ -79,8 +87,6 @@ _CORRECTED = frozenset(
     }
 )
 
-_SQL92 = "SQL92"
-
 PullReply = RemotingCommand | asyncio.Future[RemotingCommand | None]
 
 
@@ -91,6 +97,13 @@ def pull_code(status: GetStatus, offset: int) -> int:
         return code
     # NO_MATCHED_LOGIC_QUEUE / NO_MESSAGE_IN_QUEUE
     return ResponseCode.PULL_NOT_FOUND if offset == 0 else ResponseCode.PULL_OFFSET_MOVED
+
+
+class _Filters(NamedTuple):
+    """What the store reads with: the tags-code prefilter, then a per-record one."""
+
+    tags: TagFilter | None
+    records: RecordFilter | None
 
 
 def tag_filter(sub: heartbeat.SubscriptionData, sys_flag: int) -> TagFilter | None:
@@ -108,6 +121,7 @@ class PullProcessor:
     def __init__(self, ctx: BrokerContext, holds: PullRequestHoldService) -> None:
         self.ctx = ctx
         self.holds = holds
+        self.filters = property_filter.FilterCache()
 
     def table(self) -> dict[int, Processor]:
         return {RequestCode.PULL_MESSAGE: self.pull_message}
@@ -132,7 +146,9 @@ class PullProcessor:
             return checked
         flag = header.sys_flag
         topic, queue_id, offset = header.topic, header.queue_id, header.queue_offset
-        result = ctx.store.get_messages(topic, queue_id, offset, header.max_msg_nums, checked)
+        result = ctx.store.get_messages(
+            topic, queue_id, offset, header.max_msg_nums, checked.tags, checked.records
+        )
         code = pull_code(result.status, offset)
         reply: PullReply
         if code == ResponseCode.PULL_NOT_FOUND and first and flag & sysflag.FLAG_SUSPEND:
@@ -143,7 +159,7 @@ class PullProcessor:
                 else settings.short_polling_time_mills
             )
             reply = self.holds.hold(
-                conn, topic, queue_id, offset, checked, timeout_ms,
+                conn, topic, queue_id, offset, checked.tags, timeout_ms,
                 lambda: self._rerun(conn, header, started),
             )  # fmt: skip
         else:
@@ -196,8 +212,8 @@ class PullProcessor:
 
     def _check(
         self, conn: Connection, header: h.PullMessageRequestHeader
-    ) -> RemotingCommand | TagFilter | None:
-        """An error response, or the tag filter of the pull's subscription."""
+    ) -> RemotingCommand | _Filters:
+        """An error response, or the filters of the pull's subscription."""
         ctx = self.ctx
         rc = ResponseCode
         group, topic = header.consumer_group, header.topic
@@ -225,41 +241,79 @@ class PullProcessor:
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
                 f"[{topic_config.read_queue_nums}] consumer:[{conn.remote_address}]",
             )
+        return self._filters(header, group_config)
+
+    def _filters(
+        self, header: h.PullMessageRequestHeader, group_config: SubscriptionGroupConfig
+    ) -> RemotingCommand | _Filters:
+        """The subscription's filters: the pull's own (FLAG_SUBSCRIPTION) or the registered."""
         if header.sys_flag & sysflag.FLAG_SUBSCRIPTION:
-            expression_type = header.expression_type or heartbeat.EXPRESSION_TAG
-            if expression_type == heartbeat.EXPRESSION_TAG:
-                sub = heartbeat.parse_subscription(topic, header.subscription, header.sub_version)
-                if not sub.matches_all and not sub.code_set:
-                    return _error(
-                        rc.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
-                    )
-            elif expression_type == _SQL92 and (header.subscription or "").strip():
-                return _no_property_filter(expression_type)
-            else:
-                return _error(
-                    rc.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
-                )
+            sub = _request_subscription(header)
         else:
-            info = ctx.clients.consumer_group(group)
-            if info is None:
-                return _error(rc.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist")
-            if (
-                not group_config.consume_broadcast_enable
-                and info.message_model is heartbeat.MessageModel.BROADCASTING
-            ):
-                return _error(
-                    rc.NO_PERMISSION,
-                    f"the consumer group[{group}] can not consume by broadcast way",
-                )
-            registered = info.subscriptions.get(topic)
-            if registered is None:
-                return _error(rc.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist")
-            if registered.sub_version < header.sub_version:
-                return _error(rc.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
-            if registered.expression_type not in ("", heartbeat.EXPRESSION_TAG):
-                return _no_property_filter(registered.expression_type)
-            sub = registered
-        return tag_filter(sub, header.sys_flag)
+            sub = self._registered_subscription(header, group_config)
+        if isinstance(sub, RemotingCommand):
+            return sub
+        if sub.expression_type in ("", heartbeat.EXPRESSION_TAG):
+            return _Filters(tag_filter(sub, header.sys_flag), None)
+        return self._property_filter(sub.expression_type, sub.sub_string)
+
+    def _registered_subscription(
+        self, header: h.PullMessageRequestHeader, group_config: SubscriptionGroupConfig
+    ) -> RemotingCommand | heartbeat.SubscriptionData:
+        rc = ResponseCode
+        group = header.consumer_group
+        info = self.ctx.clients.consumer_group(group)
+        if info is None:
+            return _error(rc.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist")
+        if (
+            not group_config.consume_broadcast_enable
+            and info.message_model is heartbeat.MessageModel.BROADCASTING
+        ):
+            return _error(
+                rc.NO_PERMISSION, f"the consumer group[{group}] can not consume by broadcast way"
+            )
+        registered = info.subscriptions.get(header.topic)
+        if registered is None:
+            return _error(rc.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist")
+        if registered.sub_version < header.sub_version:
+            return _error(rc.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
+        return registered
+
+    def _property_filter(self, expression_type: str, expression: str) -> RemotingCommand | _Filters:
+        """A SQL92 subscription's filters; refused without ``enablePropertyFilter``."""
+        if not self.ctx.settings.enable_property_filter:
+            return _no_property_filter(expression_type)
+        if expression_type != EXPRESSION_SQL92:
+            return _error(
+                ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                f"parse the consumer's subscription failed: no filter of type {expression_type}",
+            )
+        selector = self.filters.get(expression)
+        if isinstance(selector, Sql92SyntaxError):
+            return _error(
+                ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                f"parse the consumer's subscription failed: {selector}",
+            )
+        return _Filters(None, property_filter.record_filter(selector))
+
+
+def _request_subscription(
+    header: h.PullMessageRequestHeader,
+) -> RemotingCommand | heartbeat.SubscriptionData:
+    """The subscription a pull carries (FLAG_SUBSCRIPTION); 23 when it cannot be one."""
+    expression_type = header.expression_type or heartbeat.EXPRESSION_TAG
+    topic, expression = header.topic, header.subscription
+    if expression_type == heartbeat.EXPRESSION_TAG:
+        sub = heartbeat.parse_subscription(topic, expression, header.sub_version)
+        if sub.matches_all or sub.code_set:
+            return sub
+    elif expression_type == EXPRESSION_SQL92 and (expression or "").strip():
+        return heartbeat.SubscriptionData(
+            topic, expression or "", sub_version=header.sub_version, expression_type=expression_type
+        )
+    return _error(
+        ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
+    )
 
 
 def _no_property_filter(expression_type: str) -> RemotingCommand:

@@ -43,6 +43,7 @@ from rocketkube.broker.store.model import (
     PutResult,
     PutStatus,
     QueryResult,
+    RecordFilter,
     TagFilter,
 )
 from rocketkube.broker.store.recovery import RecoveryReport
@@ -61,6 +62,7 @@ __all__ = [
     "PutResult",
     "PutStatus",
     "QueryResult",
+    "RecordFilter",
     "RecoveryReport",
     "ReplicaMismatchError",
     "StoreConfig",

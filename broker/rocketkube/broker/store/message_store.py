@@ -440,8 +440,10 @@ class MessageStore:
         offset: int,
         max_nums: int,
         tag_filter: model.TagFilter | None = None,
+        record_filter: model.RecordFilter | None = None,
     ) -> model.GetResult:
-        """Read up to ``max_nums`` messages of a queue from ``offset`` (docs/store.md §10)."""
+        """Read up to ``max_nums`` messages of a queue from ``offset`` (docs/store.md §10);
+        ``record_filter`` sees each record the tag filter kept."""
         status = model.GetStatus
         queue = self._queues.find(topic, queue_id)
         if queue is None:
@@ -461,7 +463,7 @@ class MessageStore:
                 status.OFFSET_FOUND_NULL, queue.next_file_offset(offset), low, high
             )
         result = model.GetResult(status.NO_MATCHED_MESSAGE, offset, low, high)
-        self._collect(result, entries, offset, max_nums, tag_filter)
+        self._collect(result, entries, offset, max_nums, tag_filter, record_filter)
         return result
 
     def _collect(
@@ -471,6 +473,7 @@ class MessageStore:
         offset: int,
         max_nums: int,
         tag_filter: model.TagFilter | None,
+        record_filter: model.RecordFilter | None,
     ) -> None:
         log = self._log
         min_phys = log.min_offset
@@ -501,6 +504,8 @@ class MessageStore:
                 removed = True  # points past the log end: skip, as Java skips lost records
                 continue
             pos = phys - files[which].start
+            if record_filter is not None and not record_filter(files[which].view[pos : pos + size]):
+                continue
             if spans and spans[-1][2] == which and spans[-1][1] == pos:
                 spans[-1][1] = pos + size
             else:

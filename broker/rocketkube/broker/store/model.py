@@ -30,6 +30,7 @@ __all__ = [
     "PutResult",
     "PutStatus",
     "QueryResult",
+    "RecordFilter",
     "TagFilter",
 ]
 
@@ -37,6 +38,10 @@ _IPV4_ANY = bytes(8)
 
 TagFilter: TypeAlias = Callable[[int], bool]
 """Decides from a consume queue tags code whether an entry matches a subscription."""
+
+RecordFilter: TypeAlias = Callable[[memoryview], bool]
+"""Decides from a stored record (its bytes) whether it matches a subscription: property
+filters, called only for entries the tag filter kept (Java ``isMatchedByCommitLog``)."""
 
 ArrivalListener: TypeAlias = Callable[[str, int, int, list[int]], None]
 """Called once per append batch and queue: (topic, queue_id, new max offset, tags codes)."""
