@@ -58,6 +58,17 @@ EVALUATIONS: list[tuple[str, dict[str, str], bool | None]] = [
     ("a IS NOT NULL", {"a": "x"}, True),
     ("a IS NOT NULL", {}, False),
     ("NULL IS NULL", {}, True),
+    ("a IS TRUE", {"a": "TRUE"}, True),
+    ("a IS TRUE", {"a": "yes"}, False),
+    ("a IS TRUE", {}, False),
+    ("a IS NOT TRUE", {}, True),
+    ("a IS NOT TRUE", {"a": "true"}, False),
+    ("a IS FALSE", {"a": "false"}, True),
+    ("a IS NOT FALSE", {"a": "false"}, False),
+    ("(a > 3) IS TRUE", {"a": "4"}, True),
+    ("(a > 3) IS FALSE", {"a": "2"}, True),
+    ("(a > 3) IS FALSE", {}, False),
+    ("(a > 3) IS NOT TRUE", {}, True),
     # strings: = and <> only, and only between strings
     ("a = 'x'", {"a": "x"}, True),
     ("a = 'it''s'", {"a": "it's"}, True),
@@ -134,8 +145,8 @@ def test_a_decided_or_never_reaches_an_error_on_its_right() -> None:
 SYNTAX_ERRORS: list[tuple[str, int, str]] = [
     ("", 0, "found end of expression"),
     ("a = ", 4, "found end of expression"),
-    ("a IS TRUE", 5, "NULL or NOT NULL after IS"),  # RocketMQ has IS [NOT] NULL only
-    ("a IS NOT FALSE", 9, "expected NULL after IS NOT"),
+    ("a IS 3", 5, "expected NULL, TRUE or FALSE after IS"),
+    ("a IS NOT 'x'", 9, "expected NULL, TRUE or FALSE after IS NOT"),
     ("a = 1 b = 2", 6, "found 'b'"),
     ("a = 'x", 4, "unterminated string"),
     ("a = 1 /* open", 6, "unterminated comment"),

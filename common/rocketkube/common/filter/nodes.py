@@ -14,6 +14,8 @@ Each node evaluates, against a message's properties (name -> string value), to a
 - :class:`Not`, :class:`And`, :class:`Or`: SQL's three-valued logic,
   short-circuiting left to right as Java does (an error on the right of a decided AND/OR
   is never reached). Chains of AND or OR are one node each, so a long chain costs no depth.
+- :class:`Definitely` (``IS TRUE``, ``IS FALSE`` over an :class:`Equal`): ``True`` when
+  its operand is, else ``False``, never unknown.
 - :class:`BooleanCast`: a bare property used as a condition: ``None`` when missing,
   ``False`` otherwise (a property value is a string, never a Boolean).
 - :class:`Negate`: the negated number, ``None`` for anything else (a property's string).
@@ -32,6 +34,7 @@ __all__ = [
     "BooleanCast",
     "Compare",
     "Constant",
+    "Definitely",
     "Equal",
     "In",
     "Negate",
@@ -104,6 +107,19 @@ class Negate(Node):
         if isinstance(value, bool) or not isinstance(value, int | float):
             return None
         return JavaLong(-value) if isinstance(value, JavaLong) else -value
+
+
+@dataclass(frozen=True, slots=True)
+class Definitely(Node):
+    """Whether ``operand`` holds, unknown counting as not: SQL's ``IS TRUE``."""
+
+    operand: Node
+
+    def children(self) -> Sequence[Node]:
+        return (self.operand,)
+
+    def evaluate(self, properties: Properties) -> Value:
+        return self.operand.evaluate(properties) is True
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ RocketMQ 4.x's grammar (``SelectorParser.jj``, tokens in
     or          := and ( OR and )*
     and         := equality ( AND equality )*
     equality    := comparison ( "=" comparison | "<>" comparison
-                                | IS NULL | IS NOT NULL )*
+                                | IS [NOT] ( NULL | TRUE | FALSE ) )*
     comparison  := unary ( ( ">" | ">=" | "<" | "<=" ) unary
                          | [NOT] BETWEEN unary AND unary
                          | [NOT] IN "(" STRING ( "," STRING )* ")" )*
@@ -41,10 +41,15 @@ compared with a number must parse as that number's Java type (``a = 3`` needs an
 text, ``a > 3.0`` a double text), else the message does not match at all, whatever the
 rest of the expression says (Java throws and the broker drops the message); ``=`` and
 ``<>`` between a property and a string literal compare the texts; ``a = TRUE`` holds when
-the value is ``true`` in any letter case.
+the value is ``true`` in any letter case; ``x IS TRUE`` (``IS FALSE``) holds when ``x = TRUE``
+(``x = FALSE``) does, and is false, never unknown, otherwise (``IS NOT TRUE`` of a missing
+property holds), as in SQL.
 
-Where this differs from RocketMQ: its generated parser stops at the end of the first
-complete expression and ignores the rest (``a = 1 b = 2`` filters by ``a = 1``); here
+Where this differs from RocketMQ: its 4.x grammar has ``IS [NOT] NULL`` only; ``IS [NOT]
+TRUE`` and ``IS [NOT] FALSE`` are SQL's and added here (an expression using them is refused
+by a RocketMQ broker, so a consumer moving there finds out at once). Its generated parser
+stops at the end of the first complete expression and ignores the rest (``a = 1 b = 2``
+filters by ``a = 1``); here
 anything after a complete expression is a syntax error, since a silently dropped half of a
 filter delivers messages the consumer did not ask for. Nesting deeper than
 :data:`MAX_NESTING` parentheses or unary operators, or a tree deeper than
@@ -198,8 +203,15 @@ class _Parser:
                 negated = self.at("NOT")
                 if negated:
                     self.advance()
-                self.expect("NULL", "after IS NOT" if negated else "or NOT NULL after IS")
-                left = nodes.Equal(left, nodes.Constant(None))
+                if self.at("TRUE") or self.at("FALSE"):
+                    truth = self.advance().text == "TRUE"
+                    left = nodes.Definitely(nodes.Equal(left, nodes.Constant(truth)))
+                else:
+                    if not self.at("NULL"):
+                        after = "IS NOT" if negated else "IS"
+                        raise self.unexpected(f"expected NULL, TRUE or FALSE after {after}")
+                    self.advance()
+                    left = nodes.Equal(left, nodes.Constant(None))
                 left = nodes.Not(left) if negated else left
             else:
                 return left
