@@ -10,12 +10,10 @@ from rocketkube.common import accelerators
 ALL = [
     "frame scan",
     "answer frames",
-    "reply tally",
     "commit log append",
     "dispatch",
     "index append",
     "plain send preparation",
-    "stored answers",
 ]
 
 

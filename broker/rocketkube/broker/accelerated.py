@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rocketkube.broker.processors import send, send_answers
+from rocketkube.broker.processors import send
 from rocketkube.broker.store import commitlog, dispatch, index
-from rocketkube.common.remoting import dispatch as dispatcher
 from rocketkube.common.remoting import frame
 
 __all__ = ["accelerated"]
@@ -17,12 +16,10 @@ __all__ = ["accelerated"]
 _TWINS: tuple[tuple[str, Callable[[], object]], ...] = (
     ("frame scan", frame.compiled_scan),
     ("answer frames", frame.compiled_templated_frames),
-    ("reply tally", dispatcher.compiled_tally_replies),
     ("commit log append", commitlog.compiled_encode_run),
     ("dispatch", dispatch.compiled_dispatch_run),
     ("index append", index.compiled_put_many),
     ("plain send preparation", send.compiled_prepare_run),
-    ("stored answers", send_answers.compiled_stored_answers),
 )
 
 

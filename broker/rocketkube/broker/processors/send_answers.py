@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-import typing
-from collections.abc import Callable, Sequence
-from typing import Final, TypeAlias
+from collections.abc import Sequence
+from typing import Final
 
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.processors.send_state import Ready, Waiting
 from rocketkube.broker.settings import BrokerRole
 from rocketkube.broker.store import AppendResult, PutResult, PutStatus
-from rocketkube.common import accelerators
 from rocketkube.common.protocol.send_headers import MSG_REGION, TRACE_ON
 from rocketkube.common.remoting.codes import ResponseCode
 from rocketkube.common.remoting.command import FLAG_RESPONSE, RemotingCommand
 from rocketkube.common.remoting.deferred import DeferredGroup, DeferredReply
-from rocketkube.common.remoting.frame import ResponseTemplate
+from rocketkube.common.remoting.frame import ResponseTemplate, TemplatedResponse
 
 __all__ = ["Reply", "SendAnswers"]
 
@@ -51,13 +49,6 @@ _PUT_FAILURES: Final = {
 }
 
 
-StoredAnswers: TypeAlias = Callable[
-    [Sequence[AppendResult], list[tuple[int, Ready]], list[Reply | None], ResponseTemplate,
-     float, list[float], dict[str, list[int]]],
-    None,
-]  # fmt: skip
-
-
 def stored_answers(
     appended: Sequence[AppendResult],
     ready: list[tuple[int, Ready]],
@@ -70,32 +61,22 @@ def stored_answers(
     """The answers of a stored run's sends (``ready``: their places in ``replies`` and
     what they were; their messages are ``appended`` in order) from ``template``: each
     one's latency until ``now`` appended to ``latencies``, messages and body bytes added
-    up per topic in ``tally``. (``_answers.pyx`` is this loop compiled.)"""
-    response = template.response
+    up per topic in ``tally``."""
     at = 0
-    for i, one in ready:
-        count = len(one.messages)
-        head = appended[at]
-        if count == 1:
-            msg_id = head.msg_id
-        else:
+    for i, (messages, topic, queue_id, body_bytes, _, started) in ready:
+        count = len(messages)
+        _, _, queue_offset, msg_id, _ = appended[at]
+        if count != 1:
             msg_id = ",".join([a.msg_id for a in appended[at : at + count]])
-        replies[i] = response(msg_id, one.queue_id, head.queue_offset)
-        latencies.append(now - one.started)
-        counts = tally.get(one.topic)
+        replies[i] = TemplatedResponse(template, (msg_id, queue_id, queue_offset))
+        latencies.append(now - started)
+        counts = tally.get(topic)
         if counts is None:
-            tally[one.topic] = [count, one.body_bytes]
+            tally[topic] = [count, body_bytes]
         else:
             counts[0] += count
-            counts[1] += one.body_bytes
+            counts[1] += body_bytes
         at += count
-
-
-WaitedAnswers: TypeAlias = Callable[
-    [Sequence[AppendResult], list[int], list[int], list[int], list[float], ResponseTemplate,
-     float, list[float]],
-    list[RemotingCommand | None],
-]  # fmt: skip
 
 
 def waited_answers(
@@ -110,35 +91,16 @@ def waited_answers(
 ) -> list[RemotingCommand | None]:
     """The answers, from ``template``, of the sends that waited for a flush (in the
     parallel lists of :class:`~.send_state.Waiting`: each one's messages are
-    ``appended[first:end]``), each one's latency until ``now`` appended to ``latencies``.
-    (``_answers.pyx`` has this loop compiled.)"""
-    response = template.response
+    ``appended[first:end]``), each one's latency until ``now`` appended to ``latencies``."""
     answers: list[RemotingCommand | None] = []
-    for first, end, queue_id, began in zip(firsts, ends, queue_ids, started, strict=True):
-        head = appended[first]
-        if end - first == 1:
-            msg_id = head.msg_id
-        else:
+    add = answers.append
+    for first, end, queue_id in zip(firsts, ends, queue_ids, strict=True):
+        _, _, queue_offset, msg_id, _ = appended[first]
+        if end - first != 1:
             msg_id = ",".join([a.msg_id for a in appended[first:end]])
-        answers.append(response(msg_id, queue_id, head.queue_offset))
-        latencies.append(now - began)
+        add(TemplatedResponse(template, (msg_id, queue_id, queue_offset)))
+    latencies += [now - began for began in started]
     return answers
-
-
-def compiled_waited_answers() -> WaitedAnswers | None:
-    """The compiled twin of :func:`waited_answers`, or None: not built, or turned off."""
-    return typing.cast(
-        "WaitedAnswers | None",
-        accelerators.compiled("rocketkube.broker.processors._answers", "waited_answers"),
-    )
-
-
-def compiled_stored_answers() -> StoredAnswers | None:
-    """The compiled twin of :func:`stored_answers`, or None: not built, or turned off."""
-    return typing.cast(
-        "StoredAnswers | None",
-        accelerators.compiled("rocketkube.broker.processors._answers", "stored_answers"),
-    )
 
 
 class SendAnswers:
@@ -164,8 +126,6 @@ class SendAnswers:
         sync_master = settings.broker_role is BrokerRole.SYNC_MASTER
         self._replicas = ctx.replicas if sync_master else None
         self._uncounted: dict[str, list[int]] = {}
-        self._stored_answers_run = compiled_stored_answers() or stored_answers
-        self._waited_answers = compiled_waited_answers() or waited_answers
 
     @property
     def waits_for_slaves(self) -> bool:
@@ -236,9 +196,7 @@ class SendAnswers:
         template = self._stored_answers[ResponseCode.SUCCESS]
         latencies: list[float] = []
         tally: dict[str, list[int]] = {}
-        self._stored_answers_run(
-            appended, ready, replies, template, time.perf_counter(), latencies, tally
-        )
+        stored_answers(appended, ready, replies, template, time.perf_counter(), latencies, tally)
         self._stats.send_latency.observe_many(latencies)
         uncounted = self._uncounted
         none_yet = not uncounted
@@ -267,7 +225,7 @@ class SendAnswers:
         def answer(code: int) -> None:
             w = waiting
             latencies: list[float] = []
-            replies = self._waited_answers(
+            replies = waited_answers(
                 appended, w.firsts, w.ends, w.queue_ids, w.started, self._stored_answers[code],
                 time.perf_counter(), latencies,
             )  # fmt: skip

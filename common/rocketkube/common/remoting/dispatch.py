@@ -16,14 +16,15 @@ by one, in arrival order.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
+import itertools
 import operator
 import time
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rocketkube.common import accelerators
 from rocketkube.common.remoting import codes, faults
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
@@ -72,7 +73,6 @@ class Dispatcher:
             code: p.many for code, p in processors.items() if isinstance(p, BatchingProcessor)
         }
         self._observer = observer
-        self._tally_replies = compiled_tally_replies() or count_replies
 
     @property
     def codes(self) -> frozenset[int]:
@@ -139,7 +139,7 @@ class Dispatcher:
         # members of a deferred group in one tally when the group is resolved.
         share = (time.perf_counter() - started) / len(run)
         tally: dict[tuple[int, int | None], int] = {}
-        rest = self._tally_replies(run, replies, tally)
+        rest = count_replies(run, replies, tally)
         observed = list(replies)
         groups: dict[tuple[DeferredGroup, int], list[DeferredReply]] | None = None
         for at in rest:
@@ -206,11 +206,6 @@ class Dispatcher:
         return result
 
 
-TallyReplies = Callable[
-    [Sequence[RemotingCommand], Sequence[Reply], dict[tuple[int, int | None], int]], list[int]
-]
-
-
 def count_replies(
     run: Sequence[RemotingCommand],
     replies: Sequence[Reply],
@@ -218,7 +213,14 @@ def count_replies(
 ) -> list[int]:
     """Count each reply that answers now (None or a command) in ``tally``, by (request
     code, response code or None); the indexes of the others (deferred, awaitable).
-    (``_tally.pyx`` is this loop compiled.)"""
+
+    A run whose replies are all commands (pipelined sends answered at once) is counted by
+    C-level iteration (``map``, ``zip``, ``Counter``), no Python step per request."""
+    if all(map(isinstance, replies, itertools.repeat(RemotingCommand))):
+        keys = zip(map(_CODE, run), map(_CODE, replies), strict=True)
+        for key, count in collections.Counter(keys).items():
+            tally[key] = tally.get(key, 0) + count
+        return []
     rest: list[int] = []
     for at, (request, reply) in enumerate(zip(run, replies, strict=True)):
         if reply is None or isinstance(reply, RemotingCommand):
@@ -227,14 +229,6 @@ def count_replies(
         else:
             rest.append(at)
     return rest
-
-
-def compiled_tally_replies() -> TallyReplies | None:
-    """The compiled twin of :func:`count_replies`, or None: not built, or turned off."""
-    return typing.cast(
-        "TallyReplies | None",
-        accelerators.compiled("rocketkube.common.remoting._tally", "count_replies"),
-    )
 
 
 def _failures(conn: Connection, code: int, exc: Exception, count: int) -> list[Reply]:
