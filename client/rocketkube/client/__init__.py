@@ -20,6 +20,9 @@ Public API::
 Also :class:`LitePullConsumer` (poll/commit/seek), :class:`TransactionProducer`,
 :class:`AdminClient` (typed admin API) and the blocking facade :mod:`rocketkube.client.sync`.
 
+Every client takes ``tls=True`` (TLS, trusting the system's CAs) or a :class:`TlsConfig`
+(a CA file, a client certificate and key, the server-name check on or off).
+
 Errors: :class:`MQClientError` and its subclasses (see :mod:`rocketkube.client.errors`),
 plus the transport errors of :mod:`rocketkube.common.errors`, re-exported here.
 """
@@ -79,6 +82,7 @@ from rocketkube.common.errors import (
     RocketKubeError,
 )
 from rocketkube.common.message.model import Message, MessageExt
+from rocketkube.common.remoting.tls import TlsConfig
 
 __all__ = [
     "AdminClient",
@@ -119,6 +123,7 @@ __all__ = [
     "SendResult",
     "SendStatus",
     "ServiceNotAvailableError",
+    "TlsConfig",
     "TopicNotExistError",
     "TransactionListener",
     "TransactionProducer",

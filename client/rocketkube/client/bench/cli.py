@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from rocketkube.client import tls_options
 from rocketkube.client.bench import broker as bench
 from rocketkube.client.bench import flood, flooder, sdk
 from rocketkube.client.bench.stats import Report
@@ -328,6 +329,7 @@ def configure_client(parser: argparse.ArgumentParser, defaults: sdk.ClientBenchS
         help="leave CPython's garbage collector as it comes (default: settle the heap first, "
         "as the servers do and as the README advises a busy producer)",
     )
+    tls_options.add_arguments(parser)
     add("--json", action="store_true", help="print only the JSON summary on stdout")  # fmt: skip
 
 
@@ -437,6 +439,7 @@ def client_settings_from(args: argparse.Namespace) -> sdk.ClientBenchSettings:
         batch_max_delay_ms=getattr(args, "batch_max_delay_ms", _BATCH_MAX_DELAY_MS),
         send_timeout=args.send_timeout_ms / 1000,
         settle_heap=args.settle_heap,
+        tls=tls_options.from_args(args, os.environ),
     )
 
 
@@ -445,6 +448,10 @@ async def run_client_bench(args: argparse.Namespace) -> int:
     settings = client_settings_from(args)
     if settings.messages is None and settings.duration is None:
         print("rocketkube bench: give --messages or --duration", file=sys.stderr)
+        return 2
+    if settings.tls is not None and not args.namesrv_addr:
+        print("rocketkube bench: TLS needs -n (the cluster started here is plain)",
+              file=sys.stderr)  # fmt: skip
         return 2
     bench_run: sdk.ClientBench = args._client_bench
     out: TextIO = sys.stderr if args.json else sys.stdout

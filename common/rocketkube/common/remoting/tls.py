@@ -26,7 +26,14 @@ import enum
 import ssl
 from typing import Final
 
-__all__ = ["HANDSHAKE_RECORD", "ClientAuth", "TlsConfig", "TlsMode", "TlsServerConfig"]
+__all__ = [
+    "HANDSHAKE_RECORD",
+    "ClientAuth",
+    "TlsConfig",
+    "TlsMode",
+    "TlsServerConfig",
+    "client_config",
+]
 
 HANDSHAKE_RECORD: Final = 0x16
 """The first byte of a TLS connection: the content type of a handshake record."""
@@ -80,6 +87,14 @@ class TlsConfig:
         if self.cert_file:
             ctx.load_cert_chain(self.cert_file, self.key_file)
         return ctx
+
+
+def client_config(tls: TlsConfig | bool | None) -> TlsConfig | None:
+    """What a client's ``tls`` argument asks for: ``True`` is TLS trusting the system's
+    CAs, ``False`` or None plain TCP."""
+    if isinstance(tls, TlsConfig):
+        return tls
+    return TlsConfig() if tls else None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
