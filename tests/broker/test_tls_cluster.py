@@ -13,13 +13,16 @@ from certs import CertFiles
 from waiting import wait_until
 
 from rocketkube.broker.app import BrokerApp
+from rocketkube.broker.settings import BrokerSettings
 from rocketkube.common import errors
 from rocketkube.common.message.properties import encode_properties
+from rocketkube.common.properties_file import parse_properties
 from rocketkube.common.remoting import faults
 from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
-from rocketkube.common.remoting.tls import TlsConfig
+from rocketkube.common.remoting.tls import ClientAuth, TlsConfig, TlsMode, TlsServerConfig
+from rocketkube.common.settings import SettingsError, build, to_properties
 from rocketkube.namesrv.app import NamesrvApp
 from rocketkube.namesrv.settings import NamesrvSettings
 
@@ -101,6 +104,12 @@ async def test_an_enforcing_cluster_registers_replicates_and_serves(
                                                      {"topic": TOPIC})
         )  # fmt: skip
         assert route.code == ResponseCode.SUCCESS
+        change = RemotingCommand.request(
+            RequestCode.UPDATE_BROKER_CONFIG, body=b"tls.server.mode=disabled\n"
+        )
+        refused = await client.invoke(master.address, change)
+        assert refused.code == ResponseCode.SYSTEM_ERROR
+        assert "tls.server.mode cannot change at runtime" in (refused.remark or "")
     finally:
         await client.close()
     for app in (namesrv, master):
@@ -111,3 +120,39 @@ async def test_an_enforcing_cluster_registers_replicates_and_serves(
         assert app.server.faults.counts[faults.TLS] == 1
     assert master.replicas is not None
     assert master.replicas.faults.counts[faults.TLS] == 0  # the slave's stream was TLS
+
+
+def test_rocketmq_tls_property_names(tls_certs: CertFiles) -> None:
+    text = f"""
+tls.server.mode=enforcing
+tls.server.certPath={tls_certs.server_cert}
+tls.server.keyPath={tls_certs.server_key}
+tls.server.trustCertPath={tls_certs.ca}
+tls.server.need.client.auth=require
+tls.client.certPath={tls_certs.client_cert}
+tls.client.keyPath={tls_certs.client_key}
+tls.client.trustCertPath={tls_certs.ca}
+"""
+    settings = build(BrokerSettings, parse_properties(text))
+    assert settings.tls_server() == TlsServerConfig(
+        TlsMode.ENFORCING,
+        str(tls_certs.server_cert),
+        str(tls_certs.server_key),
+        str(tls_certs.ca),
+        ClientAuth.REQUIRE,
+    )
+    # An enforcing broker connects out with TLS too, as RocketMQ's does; peers are known
+    # by addresses their certificates may not name.
+    assert settings.tls_client() == TlsConfig(
+        ca_file=str(tls_certs.ca),
+        cert_file=str(tls_certs.client_cert),
+        key_file=str(tls_certs.client_key),
+        check_hostname=False,
+    )
+    assert "tls.server.mode=enforcing" in to_properties(settings).splitlines()
+    assert build(BrokerSettings, {}).tls_client() is None
+    assert build(BrokerSettings, {"tls.enable": "true"}).tls_client() == TlsConfig(
+        check_hostname=False
+    )
+    with pytest.raises(SettingsError, match="certificate"):
+        build(NamesrvSettings, {"tls.server.mode": "permissive"})
