@@ -182,3 +182,16 @@ def test_tls_on_uvloop(tls_certs: CertFiles) -> None:
 
     run: Callable[..., tuple[bytes, bytes]] = uvloop.run
     assert run(both()) == (b"ping", b"ping")
+
+
+async def test_a_port_in_use_fails_the_start(tls_certs: CertFiles) -> None:
+    async with serving(server_tls(tls_certs, TlsMode.PERMISSIVE)) as taken:
+        server = RemotingServer(
+            Dispatcher({ECHO: _echo}),
+            "127.0.0.1",
+            taken.port,
+            tls=server_tls(tls_certs, TlsMode.PERMISSIVE),
+        )
+        with pytest.raises(OSError, match="in use"):
+            await server.start()
+        await server.stop()

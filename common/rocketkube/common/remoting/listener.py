@@ -77,12 +77,16 @@ class TlsListener:
         infos = await loop.getaddrinfo(
             host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )
-        for family, address in dict.fromkeys((info[0], str(info[4][0])) for info in infos):
-            listening = socket.create_server((address, port), family=family, backlog=backlog)
-            listening.setblocking(False)
-            self.sockets.append(listening)
-            port = port or int(listening.getsockname()[1])
-            self._spawn(self._accept(listening))
+        try:
+            for family, address in dict.fromkeys((info[0], str(info[4][0])) for info in infos):
+                listening = socket.create_server((address, port), family=family, backlog=backlog)
+                self.sockets.append(listening)
+                listening.setblocking(False)
+                port = port or int(listening.getsockname()[1])
+                self._spawn(self._accept(listening))
+        except OSError:  # one address would not bind: none stays bound
+            self.close()
+            raise
 
     def close(self) -> None:
         """Stop listening; connections being told apart are dropped, served ones stay."""
