@@ -110,6 +110,12 @@ async def test_an_enforcing_cluster_registers_replicates_and_serves(
         refused = await client.invoke(master.address, change)
         assert refused.code == ResponseCode.SYSTEM_ERROR
         assert "tls.server.mode cannot change at runtime" in (refused.remark or "")
+        change = RemotingCommand.request(
+            RequestCode.UPDATE_NAMESRV_CONFIG, body=b"tls.server.mode=disabled\n"
+        )
+        refused = await client.invoke(namesrv.address, change)
+        assert refused.code == ResponseCode.SYSTEM_ERROR
+        assert "tls.server.mode cannot change at runtime" in (refused.remark or "")
     finally:
         await client.close()
     for app in (namesrv, master):
