@@ -22,7 +22,7 @@ from rocketkube.namesrv.settings import NamesrvSettings
 pytestmark = pytest.mark.interop
 
 SCRIPT = Path(__file__).with_name("cpp_roundtrip.py")
-COUNT = 100
+COUNT = 1_000
 SCRIPT_DEADLINE_SECONDS = 60
 KILL_AFTER_SECONDS = 90
 
@@ -59,9 +59,6 @@ async def test_cpp_client_plain_beside_sdk_tls_on_permissive_ports(
 ) -> None:
     broker = await start_broker(**permissive(tls_certs))
     topic, group = names
-    tls = TlsConfig(ca_file=str(tls_certs.ca))
-    async with Producer("TlsBesideCpp", namesrv.address, tls=tls, send_timeout=30.0) as producer:
-        await producer.send(Message(topic, b"sdk over tls"))  # creates the topic
     argv = [sys.executable, str(SCRIPT), namesrv.address, topic, group, str(COUNT)]
     argv += ["both", str(SCRIPT_DEADLINE_SECONDS)]
     run = await run_client(argv, timeout=KILL_AFTER_SECONDS)
@@ -69,6 +66,9 @@ async def test_cpp_client_plain_beside_sdk_tls_on_permissive_ports(
     assert len(run.result["sent"]) == COUNT
     received = {r["body"] for r in run.result["received"]}
     assert {f"cpp-{i}" for i in range(COUNT)} <= received
+    tls = TlsConfig(ca_file=str(tls_certs.ca))
+    async with Producer("TlsBesideCpp", namesrv.address, tls=tls, send_timeout=30.0) as producer:
+        await producer.send(Message(topic, b"sdk over tls"))
     assert broker.ctx is not None
     stored = sum(broker.ctx.store.max_offset(topic, queue) for queue in range(8))
     assert stored == COUNT + 1
