@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from certs import CertFiles, make_certs
 from hypothesis import settings
 from waiting import WAIT_SECONDS, wait_until
 
@@ -43,6 +44,12 @@ class FakeClock:
 
     def advance(self, ms: int) -> None:
         self.now_ms += ms
+
+
+@pytest.fixture(scope="session")
+def tls_certs(tmp_path_factory: pytest.TempPathFactory) -> CertFiles:
+    """A CA, a server certificate for 127.0.0.1 and localhost, client certificates."""
+    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 @pytest.fixture

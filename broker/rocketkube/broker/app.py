@@ -43,6 +43,7 @@ from rocketkube.broker.topics import TopicConfigManager
 from rocketkube.broker.transaction import TransactionalMessageService, TransactionCheckService
 from rocketkube.common.http_endpoint import HttpEndpoint
 from rocketkube.common.metrics import RequestMetrics
+from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
@@ -95,6 +96,7 @@ class BrokerApp:
             settings.listen_port,
             idle_timeout=settings.server_channel_max_idle_time_seconds,
             on_close=self.clients.on_channel_closed,
+            tls=settings.tls_server(),
         )
         self.http = HttpEndpoint(
             self.registry,
@@ -219,8 +221,10 @@ class BrokerApp:
             self.transactions.start()
         elif self.replica_client is not None:
             self.replica_client.start()
-            self.slave_sync = SlaveSynchronizer(lambda: registrar.master_addr, topics, groups,
-                                                consumer_offsets, schedule)  # fmt: skip
+            self.slave_sync = SlaveSynchronizer(
+                lambda: registrar.master_addr, topics, groups, consumer_offsets, schedule,
+                RemotingClient(tls=settings.tls_client()),
+            )  # fmt: skip
             self.slave_sync.start()
         self._spawn(self._every(settings.flush_consumer_offset_interval / 1000,
                                 consumer_offsets.persist_if_dirty), "offset-persist")  # fmt: skip

@@ -61,7 +61,7 @@ class Registrar:
         self.ha_server_addr = ha_server_addr or settings.ha_server_addr()
         self.topics = topics
         self.permission_of_broker = permission_of_broker
-        self.client = client or RemotingClient()
+        self.client = client or RemotingClient(tls=settings.tls_client())
         self.master_addr: str | None = None
         self.master_ha_addr: str | None = None
         self.registered: set[str] = set()

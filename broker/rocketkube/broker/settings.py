@@ -1,5 +1,6 @@
 """Broker settings under RocketMQ's property names (BrokerConfig, MessageStoreConfig,
-NettyServerConfig), and their translation into the store's :class:`StoreConfig`.
+NettyServerConfig, and TLS's: :mod:`rocketkube.common.tls_settings`), and their
+translation into the store's :class:`StoreConfig`.
 
 Disk use, in percent as in RocketMQ's ``MessageStoreConfig``: ``diskMaxUsedSpaceRatio``
 (75) is where retention starts deleting expired segments whatever the hour,
@@ -14,10 +15,11 @@ import enum
 import socket
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from rocketkube.broker import schedule
 from rocketkube.broker.store import FlushDiskType, StoreConfig
+from rocketkube.common.tls_settings import TlsClientSettings
 
 
 class BrokerRole(enum.StrEnum):
@@ -38,7 +40,7 @@ def _default_store() -> str:
     return str(Path.home() / "store")
 
 
-class BrokerSettings(BaseModel):
+class BrokerSettings(TlsClientSettings):
     model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
 
     broker_cluster_name: str = Field("DefaultCluster", alias="brokerClusterName", min_length=1)

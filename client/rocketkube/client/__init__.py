@@ -20,6 +20,9 @@ Public API::
 Also :class:`LitePullConsumer` (poll/commit/seek), :class:`TransactionProducer`,
 :class:`AdminClient` (typed admin API) and the blocking facade :mod:`rocketkube.client.sync`.
 
+Every client takes ``tls=True`` (TLS, trusting the system's CAs) or a :class:`TlsConfig`
+(a CA file, a client certificate and key, the server-name check on or off).
+
 Errors: :class:`MQClientError` and its subclasses (see :mod:`rocketkube.client.errors`),
 plus the transport errors of :mod:`rocketkube.common.errors`, re-exported here.
 """
@@ -81,6 +84,7 @@ from rocketkube.common.errors import (
 )
 from rocketkube.common.filter import Sql92SyntaxError
 from rocketkube.common.message.model import Message, MessageExt
+from rocketkube.common.remoting.tls import TlsConfig
 
 __all__ = [
     "AdminClient",
@@ -123,6 +127,7 @@ __all__ = [
     "SendStatus",
     "ServiceNotAvailableError",
     "Sql92SyntaxError",
+    "TlsConfig",
     "TopicNotExistError",
     "TransactionListener",
     "TransactionProducer",

@@ -75,7 +75,8 @@ class AdminClient(AdminBase):
     Use as ``async with AdminClient(addr) as admin`` or call :meth:`start` and
     :meth:`close`. ``timeout`` (seconds) bounds each connect and each request; its
     default, 5 s, is mqadmin's (``DefaultMQAdminExt``): a broker answers a config change
-    only once it is on disk, and one fsync on a busy disk can take seconds.
+    only once it is on disk, and one fsync on a busy disk can take seconds. ``tls``:
+    ``True`` or a :class:`~rocketkube.common.remoting.tls.TlsConfig` connects with TLS.
     """
 
     # -- topics -------------------------------------------------------------------------

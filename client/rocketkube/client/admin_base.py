@@ -16,6 +16,7 @@ from rocketkube.common.protocol import route as rt
 from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.common.remoting.tls import TlsConfig, client_config
 
 __all__ = ["AdminBase"]
 
@@ -25,11 +26,14 @@ T = TypeVar("T")
 class AdminBase(AsyncLifecycle):
     """Connections, request plumbing and name server reads; see :class:`AdminClient`."""
 
-    def __init__(self, namesrv_addr: str, *, timeout: float = 5.0) -> None:
+    def __init__(
+        self, namesrv_addr: str, *, timeout: float = 5.0, tls: TlsConfig | bool | None = None
+    ) -> None:
         self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
         if not self.namesrv_addrs:
             raise ValueError(f"no name server address in {namesrv_addr!r}")
         self.timeout = timeout
+        self.tls = client_config(tls)
         self._remoting: RemotingClient | None = None
         self._closed = False
 
@@ -40,7 +44,9 @@ class AdminBase(AsyncLifecycle):
         if self._closed:
             raise ClientStateError("the admin client is closed")
         if self._remoting is None:
-            self._remoting = RemotingClient(connect_timeout=self.timeout, timeout=self.timeout)
+            self._remoting = RemotingClient(
+                connect_timeout=self.timeout, timeout=self.timeout, tls=self.tls
+            )
 
     async def close(self) -> None:
         """Close every connection; the client cannot be started again."""

@@ -64,6 +64,7 @@ from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import RequestHandler
+from rocketkube.common.remoting.tls import TlsConfig
 
 __all__ = [
     "FROM_WHERE",
@@ -131,6 +132,7 @@ class ConsumerCore:
         request_timeout: float,
         handler: RequestHandler | None = None,
         max_inflated_body_size: int = DEFAULT_MAX_INFLATED_BODY_SIZE,
+        tls: TlsConfig | None = None,
     ) -> None:
         self.group = group
         self.namesrv_addrs = namesrv_addrs
@@ -138,7 +140,7 @@ class ConsumerCore:
         self.request_timeout = request_timeout
         self.max_inflated_body_size = max_inflated_body_size
         self.client = RemotingClient(
-            handler, connect_timeout=request_timeout, timeout=request_timeout
+            handler, connect_timeout=request_timeout, timeout=request_timeout, tls=tls
         )
         #: Broker name -> {broker id: address}, as the last route naming any of its
         #: brokers had it (see :meth:`read_from`).

@@ -58,6 +58,7 @@ from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
 from rocketkube.common.remoting.dispatch import not_supported
+from rocketkube.common.remoting.tls import TlsConfig, client_config
 
 __all__ = ["ConsumeFrom", "LitePullConsumer"]
 
@@ -87,7 +88,8 @@ class LitePullConsumer(AsyncLifecycle):
     ``request_timeout`` bounds every other request. ``consume_timestamp_ms`` (epoch ms) is
     required with ``consume_from_where="timestamp"``. A compressed body is inflated up to
     ``max_inflated_body_size`` bytes; one that inflates further is returned as stored (see
-    :mod:`rocketkube.client.pull`).
+    :mod:`rocketkube.client.pull`). ``tls``: ``True`` or a
+    :class:`~rocketkube.common.remoting.tls.TlsConfig` connects with TLS.
 
     Use ``async with LitePullConsumer(...) as consumer:`` or :meth:`start` and
     :meth:`close`. :meth:`poll` is not meant to be called concurrently with itself.
@@ -108,6 +110,7 @@ class LitePullConsumer(AsyncLifecycle):
         request_timeout: float = 3.0,
         client_ip: str = "127.0.0.1",
         max_inflated_body_size: int = DEFAULT_MAX_INFLATED_BODY_SIZE,
+        tls: TlsConfig | bool | None = None,
     ) -> None:
         if consume_from_where not in FROM_WHERE:
             raise ValueError(f"consume_from_where must be one of {sorted(FROM_WHERE)}")
@@ -119,6 +122,7 @@ class LitePullConsumer(AsyncLifecycle):
             raise ValueError("max_inflated_body_size must be positive")
         self.group = group
         self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
+        self.tls = client_config(tls)
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
         self.pull_batch_size = pull_batch_size
@@ -160,6 +164,7 @@ class LitePullConsumer(AsyncLifecycle):
             request_timeout=self.request_timeout,
             handler=self,
             max_inflated_body_size=self.max_inflated_body_size,
+            tls=self.tls,
         )
         for topic in list(self._subscriptions):
             await self._route_or_wait(topic)

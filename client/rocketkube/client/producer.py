@@ -56,6 +56,7 @@ from rocketkube.common.remoting.codes import RequestCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
 from rocketkube.common.remoting.dispatch import not_supported
+from rocketkube.common.remoting.tls import TlsConfig, client_config
 
 __all__ = [
     "MessageQueueSelector",
@@ -114,6 +115,8 @@ class Producer(AsyncLifecycle):
     every ``poll_name_server_interval`` seconds and brokers get a heartbeat every
     ``heartbeat_interval`` seconds. ``client_ip`` goes into every ``UNIQ_KEY`` and into
     :attr:`client_id`. ``send_latency_fault_enable`` turns on broker fault avoidance.
+    ``tls``: ``True`` or a :class:`~rocketkube.common.remoting.tls.TlsConfig` connects
+    to name servers and brokers with TLS.
 
     ``auto_batch`` (Java's ``setAutoBatch``, off by default) gathers the messages that
     :meth:`send` and :meth:`send_async` are given for one topic (and one queue, when the
@@ -151,11 +154,13 @@ class Producer(AsyncLifecycle):
         batch_max_delay_ms: int = 10,
         batch_max_bytes: int = 32 * 1024,
         total_batch_max_bytes: int = 32 * 1024 * 1024,
+        tls: TlsConfig | bool | None = None,
     ) -> None:
         if auto_batch and not 0 < batch_max_bytes <= max_message_size:
             raise ValueError(f"batch_max_bytes must be in 1..{max_message_size}")
         self.group = group
         self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
+        self.tls = client_config(tls)
         self.send_timeout = send_timeout
         self.retry_times_when_send_failed = retry_times_when_send_failed
         self.compress_over = compress_over
@@ -198,6 +203,7 @@ class Producer(AsyncLifecycle):
             _BrokerRequests(self._serve_broker_request),
             connect_timeout=self.send_timeout,
             timeout=self.send_timeout,
+            tls=self.tls,
         )
         self._routes = routing.RouteCache(
             self._client,

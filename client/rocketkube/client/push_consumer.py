@@ -85,6 +85,7 @@ from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
 from rocketkube.common.remoting.dispatch import not_supported
+from rocketkube.common.remoting.tls import TlsConfig, client_config
 from rocketkube.common.tasks import cancel_and_wait
 
 __all__ = ["MessageModel", "PushConsumer"]
@@ -107,7 +108,8 @@ class PushConsumer(AsyncLifecycle):
     every consumer object is its own group member. Broadcasting offsets go to
     ``offset_store_dir/<ip>@<instance or DEFAULT>/<group>/offsets.json``. A compressed
     body is inflated up to ``max_inflated_body_size`` bytes; one that inflates further
-    reaches the listener as stored (see :mod:`rocketkube.client.pull`).
+    reaches the listener as stored (see :mod:`rocketkube.client.pull`). ``tls``: ``True``
+    or a :class:`~rocketkube.common.remoting.tls.TlsConfig` connects with TLS.
     """
 
     def __init__(
@@ -139,6 +141,7 @@ class PushConsumer(AsyncLifecycle):
         instance_name: str | None = None,
         offset_store_dir: Path | str | None = None,
         max_inflated_body_size: int = DEFAULT_MAX_INFLATED_BODY_SIZE,
+        tls: TlsConfig | bool | None = None,
     ) -> None:
         if consume_from not in FROM_WHERE:
             raise ValueError(f"consume_from must be one of {sorted(FROM_WHERE)}")
@@ -155,6 +158,7 @@ class PushConsumer(AsyncLifecycle):
                 raise ValueError(f"{name} must be positive")
         self.group = group
         self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
+        self.tls = client_config(tls)
         self.message_model = MessageModel(message_model)
         self.consume_from: ConsumeFrom = consume_from
         self.consume_timestamp_ms = consume_timestamp_ms
@@ -263,6 +267,7 @@ class PushConsumer(AsyncLifecycle):
             request_timeout=self.request_timeout,
             handler=self,
             max_inflated_body_size=self.max_inflated_body_size,
+            tls=self.tls,
         )
         store: OffsetStore = (
             RemoteOffsetStore(core) if self.clustering else LocalFileOffsetStore(self.offset_file)

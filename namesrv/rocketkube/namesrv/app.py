@@ -66,6 +66,7 @@ class NamesrvApp:
             idle_timeout=settings.server_channel_max_idle_time_seconds,
             on_close=self._on_connection_closed,
             faults=faults,
+            tls=settings.tls_server(),
         )
         self.http = HttpEndpoint(
             self.registry, settings.bind_address, settings.http_port, lambda: self._started

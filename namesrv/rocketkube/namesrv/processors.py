@@ -256,6 +256,10 @@ class NamesrvProcessors:
             return fail(ResponseCode.SYSTEM_ERROR, "config body is not UTF-8")
         if changes.keys() & self.settings.black_listed():
             return fail(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+        fixed = sorted(k for k in changes if k.startswith("tls."))  # the listener's, at start
+        if fixed:
+            remark = f"config key(s) {', '.join(fixed)} cannot change at runtime: edit the "
+            return fail(ResponseCode.SYSTEM_ERROR, remark + "configuration and restart")
         current = self.settings.model_dump(by_alias=True)
         unknown = sorted(k for k in changes if k not in current)
         if unknown:

@@ -1,10 +1,13 @@
-"""Name server settings, under RocketMQ's property names (NamesrvConfig, NettyServerConfig)."""
+"""Name server settings, under RocketMQ's property names (NamesrvConfig, NettyServerConfig,
+and TLS's: :mod:`rocketkube.common.tls_settings`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from rocketkube.common.tls_settings import TlsServerSettings
 
 #: A compressed REGISTER_BROKER body of 100,000 topics with 127-character names inflates
 #: to 15 MB; 64 MiB leaves four times that and bounds what one broker can make us hold.
@@ -15,7 +18,7 @@ def _default_kv_path() -> str:
     return str(Path.home() / "namesrv" / "kvConfig.json")
 
 
-class NamesrvSettings(BaseModel):
+class NamesrvSettings(TlsServerSettings):
     model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
 
     listen_port: int = Field(9876, alias="listenPort", ge=0, le=65535)

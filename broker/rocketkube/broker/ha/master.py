@@ -6,7 +6,9 @@ where to start; each raises ``acked``, the highest offset a slave has written, b
 past what was sent to it), one sends commit log chunks of at most ``haTransferBatchSize``
 bytes, woken by every append (not by polling), and a heartbeat header after
 ``haSendHeartbeatInterval`` of idleness. A connection that sends nothing for
-``haHousekeepingInterval`` is closed.
+``haHousekeepingInterval`` is closed. The HA port accepts TLS and plain connections as
+the broker's ``tls.server.mode`` says, like the remoting port
+(:class:`~rocketkube.common.remoting.listener.TlsListener`).
 
 SYNC_MASTER waits (:meth:`HAService.when_acked`) are kept in arrival order and answered
 by the acknowledgements, one timer covering the oldest deadline: no task per send.
@@ -24,6 +26,8 @@ from rocketkube.broker.ha import wire
 from rocketkube.broker.settings import BrokerSettings
 from rocketkube.broker.store import MessageStore
 from rocketkube.common.remoting.codes import ResponseCode
+from rocketkube.common.remoting.faults import FaultLog
+from rocketkube.common.remoting.listener import TlsListener
 
 __all__ = ["HAService", "start_problem"]
 
@@ -161,7 +165,10 @@ class HAService:
         self._links: dict[_SlaveLink, asyncio.Task[None]] = {}
         self._waiters: collections.deque[tuple[int, float, AckCallback]] = collections.deque()
         self._timer: asyncio.TimerHandle | None = None
-        self._server: asyncio.Server | None = None
+        self._tls = settings.tls_server()
+        self.faults = FaultLog()
+        """Connections refused for TLS (the only faults the HA port counts)."""
+        self._server: asyncio.Server | TlsListener | None = None
         store.add_append_listener(self._appended)
 
     @property
@@ -185,7 +192,18 @@ class HAService:
         ]
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self._host, self._port)
+        if not self._tls.enabled:
+            self._server = await asyncio.start_server(self._serve, self._host, self._port)
+            return
+        listener = TlsListener(
+            self._stream_protocol, self._tls, self.faults, first_byte_timeout=self.housekeeping
+        )
+        await listener.start(self._host, self._port)
+        self._server = listener
+
+    def _stream_protocol(self) -> asyncio.StreamReaderProtocol:
+        """What :func:`asyncio.start_server` makes for each connection."""
+        return asyncio.StreamReaderProtocol(asyncio.StreamReader(), self._serve)
 
     async def stop(self) -> None:
         if self._server is not None:

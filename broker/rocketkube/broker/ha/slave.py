@@ -7,7 +7,8 @@ reports its commit log end when it connects (where to start), after every chunk 
 and on every heartbeat. A chunk that does not continue this log (the master's offset is
 not this log's end) drops the connection, as RocketMQ does; so does silence longer than
 ``haHousekeepingInterval``. Losing the master asks for a registration at once
-(``on_lost``), whose answer tells where the master is now.
+(``on_lost``), whose answer tells where the master is now. The connection is TLS when
+the broker's own connections are (``tls.enable``, or an enforcing ``tls.server.mode``).
 
 The slave retries :data:`FIRST_RETRY_SECONDS` after losing its master, then every
 ``haReconnectInterval`` (5 s) while the master stays away, as RocketMQ's HAClient does,
@@ -53,6 +54,8 @@ class HAClient:
         self._on_lost = on_lost
         self._sleep = sleep
         self._configured = settings.ha_master_address
+        tls = settings.tls_client()
+        self._ssl = tls.context() if tls is not None else None
         self._learnt = master_ha_addr
         self._housekeeping = settings.ha_housekeeping_interval / 1000
         self._interval = settings.ha_reconnect_interval / 1000
@@ -104,7 +107,7 @@ class HAClient:
 
     async def _session(self, address: str) -> None:
         host, port = split_host_port(address)
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port),
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, ssl=self._ssl),
                                                 self._housekeeping)  # fmt: skip
         try:
             self.connected_to = address

@@ -49,7 +49,11 @@ _FIXED_NAMES = (
     "ha_transfer_batch_size ha_slave_fallbehind_max slave_timeout "
     # system topics created at start, periodic tasks scheduled at start
     "cluster_topic_enable broker_topic_enable channel_expired_timeout "
-    "flush_consumer_offset_interval"
+    "flush_consumer_offset_interval "
+    # TLS: the listeners and outbound connections are set up at start
+    "tls_server_mode tls_server_cert_path tls_server_key_path tls_server_trust_cert_path "
+    "tls_server_need_client_auth tls_enable tls_client_cert_path tls_client_key_path "
+    "tls_client_trust_cert_path tls_client_auth_server"
 )
 FIXED_AT_START = frozenset(_FIXED_NAMES.split()) | {
     # the message store's configuration is frozen when the store opens

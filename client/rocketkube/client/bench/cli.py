@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
+from rocketkube.client import tls_options
 from rocketkube.client.bench import broker as bench
 from rocketkube.client.bench import flood, flooder, runners, sdk
 from rocketkube.common import errors, runtime
@@ -238,6 +239,7 @@ def configure_client(parser: argparse.ArgumentParser, defaults: sdk.ClientBenchS
         help="leave CPython's garbage collector as it comes (default: settle the heap first, "
         "as the servers do and as the README advises a busy producer)",
     )
+    tls_options.add_arguments(parser)
 
 
 def configure_flood(parser: argparse.ArgumentParser) -> None:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from rocketkube.client import tls_options
 from rocketkube.client.bench import broker as bench
 from rocketkube.client.bench import flood, flooder, sdk
 from rocketkube.client.bench.local_cluster import local_broker, local_namesrv, local_namesrv_process
@@ -129,6 +130,7 @@ def client_settings_from(args: argparse.Namespace) -> sdk.ClientBenchSettings:
         batch_max_delay_ms=getattr(args, "batch_max_delay_ms", _BATCH_MAX_DELAY_MS),
         send_timeout=args.send_timeout_ms / 1000,
         settle_heap=args.settle_heap,
+        tls=tls_options.from_args(args, os.environ),
     )
 
 
@@ -137,6 +139,10 @@ async def run_client_bench(args: argparse.Namespace) -> int:
     settings = client_settings_from(args)
     if settings.messages is None and settings.duration is None:
         print("rocketkube bench: give --messages or --duration", file=sys.stderr)
+        return 2
+    if settings.tls is not None and not args.namesrv_addr:
+        print("rocketkube bench: TLS needs -n (the cluster started here is plain)",
+              file=sys.stderr)  # fmt: skip
         return 2
     bench_run: sdk.ClientBench = args._client_bench
     out: TextIO = sys.stderr if args.json else sys.stdout

@@ -27,6 +27,7 @@ from rocketkube.client.push_consumer import PushConsumer
 from rocketkube.client.transaction import LocalTransactionState, TransactionProducer
 from rocketkube.common.errors import RocketKubeError
 from rocketkube.common.message.model import Message, MessageExt
+from rocketkube.common.remoting.tls import TlsConfig
 
 #: ``report(label, window)``: called every interval, and once with the total.
 OnReport = Callable[[str, Report], None]
@@ -58,6 +59,8 @@ class ClientBenchSettings:
     """producer: gather the sends into batches (``Producer(auto_batch=True)``)."""
     batch_max_delay_ms: int = 10
     """producer, with ``auto_batch``: how long a batch gathers at most."""
+    tls: TlsConfig | None = None
+    """Connect to the cluster with TLS."""
     settle_heap: bool = True
     """Settle the heap before the run as the servers do (``runtime.settle_heap``): frozen,
     young collections every 10,000 objects. Off: CPython's collector as it comes, which
@@ -185,6 +188,7 @@ async def run_producer(
         settings.group,
         namesrv_addr,
         send_timeout=settings.send_timeout,
+        tls=settings.tls,
         auto_batch=settings.auto_batch,
         batch_max_delay_ms=settings.batch_max_delay_ms,
     ) as producer:
@@ -243,7 +247,11 @@ async def run_tproducer(
     body = b"x" * settings.body_size
     listener = _BenchTransactions(settings)
     async with TransactionProducer(
-        settings.group, listener, namesrv_addr, send_timeout=settings.send_timeout
+        settings.group,
+        listener,
+        namesrv_addr,
+        send_timeout=settings.send_timeout,
+        tls=settings.tls,
     ) as producer:
         await producer.fetch_publish_queues(settings.topic)
 
@@ -267,7 +275,8 @@ async def run_tproducer(
 async def _prefill(namesrv_addr: str, settings: ClientBenchSettings) -> None:
     """Send ``settings.messages`` messages (the consumer benchmark's input)."""
     body = b"x" * settings.body_size
-    async with Producer(f"{settings.group}_prefill", namesrv_addr) as producer:
+    prefill = Producer(f"{settings.group}_prefill", namesrv_addr, tls=settings.tls)
+    async with prefill as producer:
         window = asyncio.Semaphore(max(settings.workers, 1))
 
         async def send_one(seq: int) -> None:
@@ -315,6 +324,7 @@ async def run_consumer(
         consume_concurrency=settings.workers,
         consume_batch_size=32,
         rebalance_interval=5.0,
+        tls=settings.tls,
     )
     await consumer.subscribe(settings.topic, settings.tags or "*")
     consumer.register_listener(on_messages)

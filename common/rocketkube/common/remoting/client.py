@@ -1,4 +1,5 @@
-"""The asyncio remoting client: one connection per address, reopened on failure."""
+"""The asyncio remoting client: one connection per address, reopened on failure; over TLS
+when given a :class:`~rocketkube.common.remoting.tls.TlsConfig`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from rocketkube.common import errors
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, RequestHandler, split_address
 from rocketkube.common.remoting.faults import CLIENT_POLICY, FaultLog
+from rocketkube.common.remoting.tls import TlsConfig
 
 log = logging.getLogger(__name__)
 
@@ -24,8 +26,12 @@ class RemotingClient:
         *,
         connect_timeout: float = DEFAULT_TIMEOUT,
         timeout: float = DEFAULT_TIMEOUT,
+        tls: TlsConfig | None = None,
     ) -> None:
+        """``tls``: connect with TLS (its files are read here: ``OSError`` or
+        ``ssl.SSLError`` when one does not load); None: plain TCP."""
         self._handler = handler
+        self._ssl = tls.context() if tls is not None else None
         self._connect_timeout = connect_timeout
         self.timeout = timeout
         self._connections: dict[str, Connection] = {}
@@ -67,10 +73,11 @@ class RemotingClient:
                     lambda: Connection(self._handler, on_close=forget, fault_log=self.faults),
                     host,
                     port,
+                    ssl=self._ssl,
                 ),
                 self._connect_timeout,
             )
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError) as exc:  # ssl.SSLError is an OSError
             raise errors.RemotingConnectError(f"cannot connect to {address}: {exc}") from None
         return protocol
 

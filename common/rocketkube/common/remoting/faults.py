@@ -13,6 +13,8 @@ them neither fills the log nor starves the peers that get them right.
              a number (``ValueError``, ``OverflowError``,
              ``struct.error``)
     code     a request code nobody serves                          REQUEST_CODE_NOT_SUPPORTED
+    tls      a plain connection where TLS is enforced, or a TLS    none: the connection is
+             handshake that failed (:mod:`.listener`)               closed
 
 Each is counted by kind (:attr:`FaultLog.counts`, exported by the servers' metrics) and
 told in one warning line, at most once per kind and connection every ``warn_interval``
@@ -51,7 +53,8 @@ HEADER: Final = "header"
 BODY: Final = "body"
 VALUE: Final = "value"
 CODE: Final = "code"
-KINDS: Final = (FRAME, HEADER, BODY, VALUE, CODE)
+TLS: Final = "tls"
+KINDS: Final = (FRAME, HEADER, BODY, VALUE, CODE, TLS)
 _BUG: Final = "bug"
 """The warning slot of our own failures (not counted as the peer's)."""
 

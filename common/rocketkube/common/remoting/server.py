@@ -1,5 +1,8 @@
 """The asyncio remoting server: accepts connections and hands requests to a handler; its
-:attr:`~RemotingServer.faults` account for the malformed traffic of all its connections."""
+:attr:`~RemotingServer.faults` account for the malformed traffic of all its connections.
+With TLS enabled (:mod:`~rocketkube.common.remoting.tls`) a
+:class:`~rocketkube.common.remoting.listener.TlsListener` accepts in place of asyncio's own
+server, and tells TLS from plain connections before they reach the protocol."""
 
 from __future__ import annotations
 
@@ -9,6 +12,8 @@ from collections.abc import Callable
 
 from rocketkube.common.remoting.connection import Connection, RequestHandler
 from rocketkube.common.remoting.faults import FaultLog
+from rocketkube.common.remoting.listener import TlsListener
+from rocketkube.common.remoting.tls import TlsServerConfig
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +34,10 @@ class RemotingServer:
         on_connect: Callable[[Connection], None] | None = None,
         on_close: Callable[[Connection], None] | None = None,
         faults: FaultLog | None = None,
+        tls: TlsServerConfig | None = None,
     ) -> None:
+        """``tls``: which connections to accept (plain only when None or disabled); its
+        files are read at :meth:`start`."""
         self._handler = handler
         self.faults = faults or FaultLog()
         self._host = host
@@ -37,7 +45,8 @@ class RemotingServer:
         self._idle_timeout = idle_timeout
         self._on_connect = on_connect
         self._on_close = on_close
-        self._server: asyncio.Server | None = None
+        self._tls = tls
+        self._server: asyncio.Server | TlsListener | None = None
         self.connections: set[Connection] = set()
 
     @property
@@ -50,11 +59,22 @@ class RemotingServer:
         return _ServerConnection(self)
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            self._make_connection, self._host, self._port, reuse_address=True, backlog=1024
-        )
-        log.info("remoting server listening on %s:%d", self._host, self.port)
+        if self._tls is not None and self._tls.enabled:
+            listener = TlsListener(
+                self._make_connection,
+                self._tls,
+                self.faults,
+                first_byte_timeout=self._idle_timeout,
+            )
+            await listener.start(self._host, self._port, backlog=1024)
+            self._server = listener
+        else:
+            loop = asyncio.get_running_loop()
+            self._server = await loop.create_server(
+                self._make_connection, self._host, self._port, reuse_address=True, backlog=1024
+            )
+        mode = self._tls.mode if self._tls is not None else "disabled"
+        log.info("remoting server listening on %s:%d, TLS %s", self._host, self.port, mode)
 
     async def stop(self) -> None:
         if self._server is None:
