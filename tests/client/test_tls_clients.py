@@ -28,6 +28,7 @@ from rocketkube.client import (
     admin_cli,
 )
 from rocketkube.client.bench import cli as bench_cli
+from rocketkube.client.bench import runners as bench_runners
 from rocketkube.namesrv.app import NamesrvApp
 from rocketkube.namesrv.settings import NamesrvSettings
 
@@ -168,7 +169,7 @@ async def test_bench_producer_over_tls(
     args = bench_cli.main_parser().parse_args(
         [*argv.split(), *tls_flags(tls_certs), "-n", namesrv.address]
     )
-    assert await bench_cli.run_client_bench(args) == 0
+    assert await bench_runners.run_client_bench(args) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (summary["messages"], summary["failed"]) == (50, 0)
     assert summary["settings"]["tls"]["ca_file"] == str(tls_certs.ca)
