@@ -1,6 +1,7 @@
 """A created topic is routable when its creation is answered: the broker registers the change
-with every name server before it answers (as Apache's broker does), a burst of creations shares
-registrations, and a name server that never answers holds the answer only for a bound."""
+with every name server before it answers (as Apache's broker does), both UPDATE_AND_CREATE_TOPIC
+and a send that auto-creates its topic; a burst of creations shares registrations, and a name
+server that never answers holds the answer only for a bound."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from waiting import WAIT_SECONDS
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.client.admin import AdminClient
+from rocketkube.client.producer import Producer
+from rocketkube.common.message.model import Message
 from rocketkube.common.protocol import route
 from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
@@ -23,6 +26,7 @@ from rocketkube.namesrv.settings import NamesrvSettings
 
 StartBroker = Callable[..., Awaitable[BrokerApp]]
 CLUSTER = "DefaultCluster"
+SLOW_SECONDS = 0.3
 
 
 @pytest.fixture
@@ -43,6 +47,33 @@ def silent_namesrv() -> Iterator[str]:
         sock.bind(("127.0.0.1", 0))
         sock.listen(8)
         yield f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.fixture
+async def slow_namesrv(namesrv: NamesrvApp) -> AsyncIterator[str]:
+    """The name server behind a proxy that holds each request a while: a broker registering
+    through it would answer before the route exists, were it not waiting for the round."""
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lag: float) -> None:
+        try:
+            while chunk := await reader.read(65536):
+                await asyncio.sleep(lag)
+                writer.write(chunk)
+                await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        host, port = namesrv.address.rsplit(":", 1)
+        up_reader, up_writer = await asyncio.open_connection(host, int(port))
+        await asyncio.gather(pipe(reader, up_writer, SLOW_SECONDS), pipe(up_reader, writer, 0))
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    yield f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    server.close()
+    await server.wait_closed()
 
 
 async def route_of(namesrv: str, topic: str) -> route.TopicRouteData | None:
@@ -77,9 +108,9 @@ async def test_a_created_topic_is_routed_by_every_name_server_when_answered(
 
 
 async def test_a_burst_of_creations_is_routed_when_each_is_answered(
-    start_broker: StartBroker, namesrv: NamesrvApp
+    start_broker: StartBroker, namesrv: NamesrvApp, slow_namesrv: str
 ) -> None:
-    await start_broker()
+    await start_broker(namesrv_addr=slow_namesrv)
     topics = [f"Burst{i}" for i in range(30)]
     async with AdminClient(namesrv.address) as admin:
 
@@ -101,3 +132,44 @@ async def test_a_silent_name_server_delays_the_answer_only_for_a_bound(
     async with AdminClient(namesrv.address, timeout=WAIT_SECONDS) as admin:
         await admin.create_topic("Despite", cluster=CLUSTER)  # answered, not timed out
     assert await route_of(namesrv.address, "Despite") is not None
+
+
+def send_request(topic: str, body: bytes) -> RemotingCommand:
+    """SEND_MESSAGE_V2 as a client sends to a topic it has no route for (TBW102's)."""
+    ext = {
+        "a": "PG", "b": topic, "c": "TBW102", "d": "4", "e": "0", "f": "0",
+        "g": "1700000000000", "h": "0", "i": "", "j": "0", "k": "false",
+    }  # fmt: skip
+    return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
+
+
+async def test_a_send_that_creates_its_topic_is_answered_once_routed(
+    start_broker: StartBroker, namesrv: NamesrvApp, slow_namesrv: str
+) -> None:
+    broker = await start_broker(namesrv_addr=slow_namesrv)
+    client = RemotingClient()
+    try:
+        sent = await client.invoke(broker.address, send_request("AutoOne", b"x"), WAIT_SECONDS)
+        assert sent.code == ResponseCode.SUCCESS, sent.remark
+        assert await route_of(namesrv.address, "AutoOne") is not None
+        # pipelined: several sends read in one chunk, a few of them creating their topics
+        topics = [f"AutoMany{i % 5}" for i in range(40)]
+        answers = await asyncio.gather(
+            *(client.invoke(broker.address, send_request(t, b"y"), WAIT_SECONDS) for t in topics)
+        )
+        assert {a.code for a in answers} == {ResponseCode.SUCCESS}
+        for topic in sorted(set(topics)):
+            assert await route_of(namesrv.address, topic) is not None, topic
+    finally:
+        await client.close()
+
+
+async def test_the_sdk_producers_first_send_leaves_a_route_for_consumers(
+    start_broker: StartBroker, namesrv: NamesrvApp, slow_namesrv: str
+) -> None:
+    await start_broker(namesrv_addr=slow_namesrv)
+    async with Producer("PG_route", namesrv.address, send_timeout=WAIT_SECONDS) as producer:
+        await producer.send(Message("FirstSend", b"hello"))
+    found = await route_of(namesrv.address, "FirstSend")
+    assert found is not None
+    assert [q.write_queue_nums for q in found.queue_datas] == [4]

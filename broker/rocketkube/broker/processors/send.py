@@ -51,13 +51,14 @@ fed once per event loop turn instead of once per send.
 from __future__ import annotations
 
 import functools
+import inspect
 import time
 import typing
 from collections.abc import Callable, Sequence
 from typing import Final, TypeAlias
 
 from rocketkube.broker import topics as topic_names
-from rocketkube.broker.context import BrokerContext
+from rocketkube.broker.context import BrokerContext, RoutePublisher
 from rocketkube.broker.processors import send_batch
 from rocketkube.broker.processors.send_answers import Reply, SendAnswers
 from rocketkube.broker.processors.send_state import Ready, TopicState, Waiting
@@ -80,6 +81,7 @@ from rocketkube.common.remoting import faults
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection
+from rocketkube.common.remoting.connection import Reply as Answer
 from rocketkube.common.remoting.deferred import DeferredGroup
 from rocketkube.common.remoting.dispatch import BatchingProcessor, Processor
 
@@ -154,6 +156,8 @@ class SendProcessor:
         self._max_delay_level = len(settings.message_delay_level.split())
         self._states: dict[str, TopicState] = {}
         self._hosts: dict[str, bytes] = {}
+        self._created = False
+        """A send being prepared created its topic: answers wait for the routes."""
 
     def table(self) -> dict[int, Processor]:
         many = self.send_many
@@ -165,21 +169,27 @@ class SendProcessor:
 
     # -- entry points ------------------------------------------------------------------
 
-    def send_message(self, conn: Connection, req: RemotingCommand) -> Reply:
+    def send_message(self, conn: Connection, req: RemotingCommand) -> Answer:
         """SEND_MESSAGE (10): V1 header names."""
         return self._send(conn, req, False)
 
-    def send_message_v2(self, conn: Connection, req: RemotingCommand) -> Reply:
+    def send_message_v2(self, conn: Connection, req: RemotingCommand) -> Answer:
         """SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320): short keys; ``m`` = batch."""
         return self._send(conn, req, True)
 
-    def send_many(
-        self, conn: Connection, requests: Sequence[RemotingCommand]
-    ) -> list[Reply | None]:
+    def send_many(self, conn: Connection, requests: Sequence[RemotingCommand]) -> Sequence[Answer]:
         """A run of pipelined sends (any of the three codes): one reply per request, in order.
 
         Each request is prepared as :meth:`_send` would, in arrival order; the messages of
         all that passed the checks are stored with one ``put_messages``."""
+        replies = self._send_many(conn, requests)
+        if self._created:
+            return [self._routed(reply) for reply in replies]
+        return replies
+
+    def _send_many(
+        self, conn: Connection, requests: Sequence[RemotingCommand]
+    ) -> list[Reply | None]:
         replies: list[Reply | None] = []  # None: ready, answered once stored
         ready: list[tuple[int, Ready]] = []
         messages: list[InnerMessage] = []
@@ -228,11 +238,22 @@ class SendProcessor:
 
     # -- the path ----------------------------------------------------------------------
 
-    def _send(self, conn: Connection, req: RemotingCommand, v2: bool) -> Reply:
+    def _send(self, conn: Connection, req: RemotingCommand, v2: bool) -> Answer:
         prepared = self._prepare(conn, req, v2)
         if isinstance(prepared, RemotingCommand):
-            return prepared
-        return self._answers.alone(self._store.put_messages(prepared.messages), prepared)
+            reply: Answer = prepared
+        else:
+            reply = self._answers.alone(self._store.put_messages(prepared.messages), prepared)
+        return self._routed(reply) if self._created else reply
+
+    def _routed(self, reply: Answer) -> Answer:
+        """``reply``, given once the name servers route the topics this run created (as
+        Apache's broker registers a topic it auto-created before it answers the send)."""
+        self._created = False
+        routes = self.ctx.routes
+        if routes is None:
+            return reply
+        return _after(routes, reply)
 
     def _prepare(self, conn: Connection, req: RemotingCommand, v2: bool) -> Ready | RemotingCommand:
         """Check a send and build its store messages; a response when it is refused."""
@@ -409,6 +430,7 @@ class SendProcessor:
                 return self._fail(
                     ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
                 )
+            self._created = True
         state = TopicState(config)
         states = self._states
         if len(states) > 2 * len(self._topics.table) + 1024:
@@ -454,6 +476,12 @@ class SendProcessor:
             hosts.clear()
         hosts[address] = packed
         return packed
+
+
+async def _after(routes: RoutePublisher, reply: Answer) -> RemotingCommand | None:
+    answer = await reply if inspect.isawaitable(reply) else reply
+    await routes.published()
+    return answer
 
 
 def table(ctx: BrokerContext) -> dict[int, Processor]:
