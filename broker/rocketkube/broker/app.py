@@ -13,6 +13,7 @@ from typing import Any
 import prometheus_client
 
 from rocketkube.broker.accelerated import accelerated
+from rocketkube.broker.acl import AccessGuard
 from rocketkube.broker.clients import ClientManager
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.groups import SubscriptionGroupManager
@@ -115,6 +116,8 @@ class BrokerApp:
         self.replica_client: HAClient | None = None
         """A slave's replication connection."""
         self.slave_sync: SlaveSynchronizer | None = None
+        self.acl: AccessGuard | None = None
+        """The ACL in front of the processors (``aclEnable``)."""
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = False
 
@@ -135,6 +138,9 @@ class BrokerApp:
         return [] if refusal is None else [f"writes refused: {refusal}"]
 
     async def start(self) -> None:
+        acl_file = self.settings.acl_file()
+        if acl_file is not None:  # a bad file stops the broker before it listens
+            self.acl = AccessGuard(acl_file)
         await self.server.start()
         port = self.port
         settings = self.settings
@@ -208,6 +214,9 @@ class BrokerApp:
         tx_service = TransactionalMessageService(ctx)
         table.update(end_transaction.table(ctx, tx_service))
         self.transactions = TransactionCheckService(ctx, tx_service)
+        if self.acl is not None:
+            table = self.acl.guard(table)
+            self._spawn(self.acl.watch(), "acl-watch")
         self._gate.dispatcher = Dispatcher(
             table, RequestMetrics(self.registry, "rocketkube_broker", self.server.faults)
         )

@@ -13,6 +13,7 @@ import argparse
 import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocketkube.common import runtime
@@ -92,13 +93,23 @@ def pod_identity(environ: Mapping[str, str]) -> dict[str, str]:
     return identity
 
 
+#: The property naming the ACL file (RocketMQ's system property of the same name).
+ACL_FILE = "rocketmq.acl.plain.file"
+
+
+def default_acl_file(config: str | None) -> str | None:
+    """``plain_acl.yml`` beside the config file, as RocketMQ keeps both in ``conf/``."""
+    return None if config is None else str(Path(config).absolute().parent / "plain_acl.yml")
+
+
 def broker_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> BrokerSettings:
-    """The settings ``args`` describe: the environment, then the config file, then flags,
-    then (``--identity-from-pod``) the pod's identity, each later layer winning."""
+    """The settings ``args`` describe: the environment (and the ACL file beside the config
+    file), then the config file, then flags, then (``--identity-from-pod``) the pod's
+    identity, each later layer winning."""
     from rocketkube.broker.settings import BrokerSettings
 
     layers: list[Mapping[str, str | None]] = [
-        {"namesrvAddr": environ.get("NAMESRV_ADDR")},
+        {"namesrvAddr": environ.get("NAMESRV_ADDR"), ACL_FILE: default_acl_file(args.config)},
         load_properties(args.config) if args.config else {},
         _overrides(args),
     ]

@@ -107,6 +107,12 @@ class BrokerSettings(TlsClientSettings):
     )
     transaction_check_max: int = Field(15, alias="transactionCheckMax", ge=0)
 
+    # Plain ACL (rocketkube.broker.acl). The file's property is RocketMQ's system property.
+    acl_enable: bool = Field(False, alias="aclEnable", description="check every request")
+    acl_plain_file: str | None = Field(
+        None, alias="rocketmq.acl.plain.file", description="plain_acl.yml (default: beside -c)"
+    )
+
     # Message store (MessageStoreConfig)
     store_path_root_dir: str = Field(default_factory=_default_store, alias="storePathRootDir")
     flush_disk_type: FlushDiskType = Field(FlushDiskType.ASYNC_FLUSH, alias="flushDiskType")
@@ -170,6 +176,15 @@ class BrokerSettings(TlsClientSettings):
         if self.http_port is not None:
             return self.http_port
         return 0 if self.listen_port == 0 else self.listen_port + 3
+
+    def acl_file(self) -> Path | None:
+        """The ACL file when ``aclEnable``; ValueError when none is named (no ``-c`` file
+        for it to sit beside, no ``rocketmq.acl.plain.file``)."""
+        if not self.acl_enable:
+            return None
+        if self.acl_plain_file is None:
+            raise ValueError("aclEnable=true needs rocketmq.acl.plain.file (or a -c file)")
+        return Path(self.acl_plain_file)
 
     @property
     def namesrv_addrs(self) -> list[str]:

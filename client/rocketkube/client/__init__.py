@@ -21,7 +21,9 @@ Also :class:`LitePullConsumer` (poll/commit/seek), :class:`TransactionProducer`,
 :class:`AdminClient` (typed admin API) and the blocking facade :mod:`rocketkube.client.sync`.
 
 Every client takes ``tls=True`` (TLS, trusting the system's CAs) or a :class:`TlsConfig`
-(a CA file, a client certificate and key, the server-name check on or off).
+(a CA file, a client certificate and key, the server-name check on or off), and
+``credentials=(access_key, secret_key)`` (or :class:`Credentials`) to sign every request
+for a broker with ``aclEnable=true``.
 
 Errors: :class:`MQClientError` and its subclasses (see :mod:`rocketkube.client.errors`),
 plus the transport errors of :mod:`rocketkube.common.errors`, re-exported here.
@@ -75,6 +77,7 @@ from rocketkube.client.transaction import (
     TransactionProducer,
     TransactionSendResult,
 )
+from rocketkube.common.acl import Credentials
 from rocketkube.common.errors import (
     ConnectionClosedError,
     RemotingConnectError,
@@ -97,6 +100,7 @@ __all__ = [
     "ConsumeFrom",
     "ConsumeOrderlyStatus",
     "ConsumeStatus",
+    "Credentials",
     "LitePullConsumer",
     "LocalTransactionState",
     "MQBrokerError",

@@ -77,6 +77,9 @@ class AdminClient(AdminBase):
     default, 5 s, is mqadmin's (``DefaultMQAdminExt``): a broker answers a config change
     only once it is on disk, and one fsync on a busy disk can take seconds. ``tls``:
     ``True`` or a :class:`~rocketkube.common.remoting.tls.TlsConfig` connects with TLS.
+    ``credentials``: ``(access_key, secret_key)`` or a
+    :class:`~rocketkube.common.acl.Credentials` signs every request (admin requests need
+    an admin account).
     """
 
     # -- topics -------------------------------------------------------------------------

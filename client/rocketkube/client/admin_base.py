@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from rocketkube.client.errors import ClientStateError, MQClientError, for_code
 from rocketkube.client.lifecycle import AsyncLifecycle
+from rocketkube.common import acl
 from rocketkube.common import errors as common_errors
 from rocketkube.common.protocol import namesrv_headers as nh
 from rocketkube.common.protocol import route as rt
@@ -27,13 +28,19 @@ class AdminBase(AsyncLifecycle):
     """Connections, request plumbing and name server reads; see :class:`AdminClient`."""
 
     def __init__(
-        self, namesrv_addr: str, *, timeout: float = 5.0, tls: TlsConfig | bool | None = None
+        self,
+        namesrv_addr: str,
+        *,
+        timeout: float = 5.0,
+        tls: TlsConfig | bool | None = None,
+        credentials: acl.CredentialsLike | None = None,
     ) -> None:
         self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
         if not self.namesrv_addrs:
             raise ValueError(f"no name server address in {namesrv_addr!r}")
         self.timeout = timeout
         self.tls = client_config(tls)
+        self.credentials = acl.credentials_of(credentials)
         self._remoting: RemotingClient | None = None
         self._closed = False
 
@@ -45,7 +52,10 @@ class AdminBase(AsyncLifecycle):
             raise ClientStateError("the admin client is closed")
         if self._remoting is None:
             self._remoting = RemotingClient(
-                connect_timeout=self.timeout, timeout=self.timeout, tls=self.tls
+                connect_timeout=self.timeout,
+                timeout=self.timeout,
+                tls=self.tls,
+                credentials=self.credentials,
             )
 
     async def close(self) -> None:

@@ -36,7 +36,7 @@ from rocketkube.client.pull import (
     pull_result,
 )
 from rocketkube.client.routing import MessageQueue
-from rocketkube.common import errors
+from rocketkube.common import acl, errors
 from rocketkube.common.protocol import admin_bodies, permission
 from rocketkube.common.protocol.admin_headers import (
     GetConsumerListByGroupRequestHeader,
@@ -133,6 +133,7 @@ class ConsumerCore:
         handler: RequestHandler | None = None,
         max_inflated_body_size: int = DEFAULT_MAX_INFLATED_BODY_SIZE,
         tls: TlsConfig | None = None,
+        credentials: acl.Credentials | None = None,
     ) -> None:
         self.group = group
         self.namesrv_addrs = namesrv_addrs
@@ -140,7 +141,11 @@ class ConsumerCore:
         self.request_timeout = request_timeout
         self.max_inflated_body_size = max_inflated_body_size
         self.client = RemotingClient(
-            handler, connect_timeout=request_timeout, timeout=request_timeout, tls=tls
+            handler,
+            connect_timeout=request_timeout,
+            timeout=request_timeout,
+            tls=tls,
+            credentials=credentials,
         )
         #: Broker name -> {broker id: address}, as the last route naming any of its
         #: brokers had it (see :meth:`read_from`).

@@ -43,7 +43,7 @@ from rocketkube.client.consumer_core import (
 from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.client.pull import DEFAULT_MAX_INFLATED_BODY_SIZE
 from rocketkube.client.routing import MessageQueue
-from rocketkube.common import errors
+from rocketkube.common import acl, errors
 from rocketkube.common.message.model import MessageExt
 from rocketkube.common.protocol import admin_bodies
 from rocketkube.common.protocol import running_info as rip
@@ -90,6 +90,8 @@ class LitePullConsumer(AsyncLifecycle):
     ``max_inflated_body_size`` bytes; one that inflates further is returned as stored (see
     :mod:`rocketkube.client.pull`). ``tls``: ``True`` or a
     :class:`~rocketkube.common.remoting.tls.TlsConfig` connects with TLS.
+    ``credentials``: ``(access_key, secret_key)`` or a
+    :class:`~rocketkube.common.acl.Credentials` signs every request.
 
     Use ``async with LitePullConsumer(...) as consumer:`` or :meth:`start` and
     :meth:`close`. :meth:`poll` is not meant to be called concurrently with itself.
@@ -111,6 +113,7 @@ class LitePullConsumer(AsyncLifecycle):
         client_ip: str = "127.0.0.1",
         max_inflated_body_size: int = DEFAULT_MAX_INFLATED_BODY_SIZE,
         tls: TlsConfig | bool | None = None,
+        credentials: acl.CredentialsLike | None = None,
     ) -> None:
         if consume_from_where not in FROM_WHERE:
             raise ValueError(f"consume_from_where must be one of {sorted(FROM_WHERE)}")
@@ -123,6 +126,7 @@ class LitePullConsumer(AsyncLifecycle):
         self.group = group
         self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
         self.tls = client_config(tls)
+        self.credentials = acl.credentials_of(credentials)
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
         self.pull_batch_size = pull_batch_size
@@ -165,6 +169,7 @@ class LitePullConsumer(AsyncLifecycle):
             handler=self,
             max_inflated_body_size=self.max_inflated_body_size,
             tls=self.tls,
+            credentials=self.credentials,
         )
         for topic in list(self._subscriptions):
             await self._route_or_wait(topic)

@@ -47,7 +47,7 @@ from rocketkube.client.send_result import (
     SendStatus,
     read_send_result,
 )
-from rocketkube.common import errors
+from rocketkube.common import acl, errors
 from rocketkube.common.message import ids
 from rocketkube.common.message.model import Message
 from rocketkube.common.protocol.send_headers import SendHeaderTemplate
@@ -116,7 +116,9 @@ class Producer(AsyncLifecycle):
     ``heartbeat_interval`` seconds. ``client_ip`` goes into every ``UNIQ_KEY`` and into
     :attr:`client_id`. ``send_latency_fault_enable`` turns on broker fault avoidance.
     ``tls``: ``True`` or a :class:`~rocketkube.common.remoting.tls.TlsConfig` connects
-    to name servers and brokers with TLS.
+    to name servers and brokers with TLS. ``credentials``: ``(access_key, secret_key)``
+    or a :class:`~rocketkube.common.acl.Credentials` signs every request (a broker with
+    ``aclEnable=true``).
 
     ``auto_batch`` (Java's ``setAutoBatch``, off by default) gathers the messages that
     :meth:`send` and :meth:`send_async` are given for one topic (and one queue, when the
@@ -155,12 +157,14 @@ class Producer(AsyncLifecycle):
         batch_max_bytes: int = 32 * 1024,
         total_batch_max_bytes: int = 32 * 1024 * 1024,
         tls: TlsConfig | bool | None = None,
+        credentials: acl.CredentialsLike | None = None,
     ) -> None:
         if auto_batch and not 0 < batch_max_bytes <= max_message_size:
             raise ValueError(f"batch_max_bytes must be in 1..{max_message_size}")
         self.group = group
         self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
         self.tls = client_config(tls)
+        self.credentials = acl.credentials_of(credentials)
         self.send_timeout = send_timeout
         self.retry_times_when_send_failed = retry_times_when_send_failed
         self.compress_over = compress_over
@@ -204,6 +208,7 @@ class Producer(AsyncLifecycle):
             connect_timeout=self.send_timeout,
             timeout=self.send_timeout,
             tls=self.tls,
+            credentials=self.credentials,
         )
         self._routes = routing.RouteCache(
             self._client,

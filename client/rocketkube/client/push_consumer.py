@@ -67,7 +67,7 @@ from rocketkube.client.push_running_info import push_running_info
 from rocketkube.client.rebalance import Membership, OwnedQueue, Rebalancer
 from rocketkube.client.routing import MessageQueue
 from rocketkube.client.send_back import restore_topics, send_back
-from rocketkube.common import errors
+from rocketkube.common import acl, errors
 from rocketkube.common.message.model import MessageExt
 from rocketkube.common.protocol import running_info as rip
 from rocketkube.common.protocol.consumer_headers import (
@@ -110,6 +110,8 @@ class PushConsumer(AsyncLifecycle):
     body is inflated up to ``max_inflated_body_size`` bytes; one that inflates further
     reaches the listener as stored (see :mod:`rocketkube.client.pull`). ``tls``: ``True``
     or a :class:`~rocketkube.common.remoting.tls.TlsConfig` connects with TLS.
+    ``credentials``: ``(access_key, secret_key)`` or a
+    :class:`~rocketkube.common.acl.Credentials` signs every request.
     """
 
     def __init__(
@@ -142,6 +144,7 @@ class PushConsumer(AsyncLifecycle):
         offset_store_dir: Path | str | None = None,
         max_inflated_body_size: int = DEFAULT_MAX_INFLATED_BODY_SIZE,
         tls: TlsConfig | bool | None = None,
+        credentials: acl.CredentialsLike | None = None,
     ) -> None:
         if consume_from not in FROM_WHERE:
             raise ValueError(f"consume_from must be one of {sorted(FROM_WHERE)}")
@@ -159,6 +162,7 @@ class PushConsumer(AsyncLifecycle):
         self.group = group
         self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
         self.tls = client_config(tls)
+        self.credentials = acl.credentials_of(credentials)
         self.message_model = MessageModel(message_model)
         self.consume_from: ConsumeFrom = consume_from
         self.consume_timestamp_ms = consume_timestamp_ms
@@ -268,6 +272,7 @@ class PushConsumer(AsyncLifecycle):
             handler=self,
             max_inflated_body_size=self.max_inflated_body_size,
             tls=self.tls,
+            credentials=self.credentials,
         )
         store: OffsetStore = (
             RemoteOffsetStore(core) if self.clustering else LocalFileOffsetStore(self.offset_file)

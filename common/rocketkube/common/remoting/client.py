@@ -1,12 +1,14 @@
 """The asyncio remoting client: one connection per address, reopened on failure; over TLS
-when given a :class:`~rocketkube.common.remoting.tls.TlsConfig`."""
+when given a :class:`~rocketkube.common.remoting.tls.TlsConfig`; every request signed
+when given :class:`~rocketkube.common.acl.Credentials`."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
-from rocketkube.common import errors
+from rocketkube.common import acl, errors
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, RequestHandler, split_address
 from rocketkube.common.remoting.faults import CLIENT_POLICY, FaultLog
@@ -27,10 +29,15 @@ class RemotingClient:
         connect_timeout: float = DEFAULT_TIMEOUT,
         timeout: float = DEFAULT_TIMEOUT,
         tls: TlsConfig | None = None,
+        credentials: acl.Credentials | None = None,
     ) -> None:
         """``tls``: connect with TLS (its files are read here: ``OSError`` or
-        ``ssl.SSLError`` when one does not load); None: plain TCP."""
+        ``ssl.SSLError`` when one does not load); None: plain TCP. ``credentials``: sign
+        every request (a broker with ``aclEnable=true``)."""
         self._handler = handler
+        self._sign = (
+            None if credentials is None else functools.partial(acl.sign, credentials=credentials)
+        )
         self._ssl = tls.context() if tls is not None else None
         self._connect_timeout = connect_timeout
         self.timeout = timeout
@@ -70,7 +77,12 @@ class RemotingClient:
         try:
             _, protocol = await asyncio.wait_for(
                 loop.create_connection(
-                    lambda: Connection(self._handler, on_close=forget, fault_log=self.faults),
+                    lambda: Connection(
+                        self._handler,
+                        on_close=forget,
+                        fault_log=self.faults,
+                        before_request=self._sign,
+                    ),
                     host,
                     port,
                     ssl=self._ssl,

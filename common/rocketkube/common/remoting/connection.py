@@ -93,10 +93,14 @@ class Connection(asyncio.Protocol):
         idle_timeout: float | None = None,
         on_close: Callable[[Connection], None] | None = None,
         fault_log: faults.FaultLog | None = None,
+        before_request: Callable[[RemotingCommand], None] | None = None,
     ) -> None:
         """``fault_log``: the account of malformed traffic this connection shares (a
-        server's, for all of its connections), else one of its own."""
+        server's, for all of its connections), else one of its own. ``before_request``:
+        applied to every request this side sends, just before it is encoded (a client's
+        signature, :func:`rocketkube.common.acl.sign`; Java's ``RPCHook``)."""
         self._handler = handler
+        self._before_request = before_request
         self._idle_timeout = idle_timeout
         self._on_close = on_close
         self._faults = faults.PeerFaults(fault_log or faults.FaultLog(), "?")
@@ -329,6 +333,8 @@ class Connection(asyncio.Protocol):
         """
         opaque = request.opaque = next(self._opaque)
         request.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
+        if self._before_request is not None:
+            self._before_request(request)
         self.send(request)
         future: asyncio.Future[RemotingCommand] = self._loop.create_future()
         deadline = self._loop.time() + timeout
@@ -340,6 +346,8 @@ class Connection(asyncio.Protocol):
     def invoke_oneway(self, request: RemotingCommand) -> None:
         request.opaque = next(self._opaque)
         request.flag = (request.flag | FLAG_ONEWAY) & ~FLAG_RESPONSE
+        if self._before_request is not None:
+            self._before_request(request)
         self.send(request)
 
     def close(self) -> None:
