@@ -60,7 +60,7 @@ class Account:
                     f"The {name} of account {self.access_key!r} cannot be null and its "
                     f"length should be at least {MIN_KEY_LENGTH}"
                 )
-        addresses.matcher(self.white_remote_address)
+        _check_pattern(self.white_remote_address)
         resource_perms(self.topic_perms, "topic")
         resource_perms(self.group_perms, "group")
 
@@ -87,7 +87,7 @@ class AclConfig:
 
     def __post_init__(self) -> None:
         for pattern in self.global_white_remote_addresses:
-            addresses.matcher(pattern)
+            _check_pattern(pattern)
         seen: set[str] = set()
         for account in self.accounts:
             if account.access_key in seen:
@@ -104,6 +104,13 @@ class AclConfig:
             raise AclConfigError(f"No acl config for {access_key}")
         kept = tuple(a for a in self.accounts if a.access_key != access_key)
         return dataclasses.replace(self, accounts=kept)
+
+
+def _check_pattern(pattern: str) -> None:
+    try:
+        addresses.matcher(pattern)
+    except addresses.AddressPatternError as exc:
+        raise AclConfigError(str(exc)) from None
 
 
 def resource_perms(entries: Sequence[str], kind: str) -> dict[str, Perm]:
