@@ -8,7 +8,8 @@
 
 Every subcommand takes ``-n namesrvAddr`` (``;``-separated; default ``$NAMESRV_ADDR``,
 else ``127.0.0.1:9876``), ``--json`` (one JSON document on stdout instead of a table) and
-the TLS flags (``--tls``, ``--tls-ca``...: :mod:`rocketkube.client.tls_options`).
+the TLS flags (``--tls``, ``--tls-ca``...: :mod:`rocketkube.client.tls_options`) and the
+ACL ones (``--access-key``, ``--secret-key``: :mod:`rocketkube.client.credential_options`).
 Exit codes: 0 done; 1 failed, with one line on stderr such as ``error: TOPIC_NOT_EXIST
 (17): No topic route info in name server for the topic: X``; 2 a usage error (unknown or
 missing flag, malformed value, flags that do not go together).
@@ -27,7 +28,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
-from rocketkube.client import tls_options
+from rocketkube.client import credential_options, tls_options
 from rocketkube.client.admin import AdminClient
 from rocketkube.client.admin_cli import brokers, groups, messages, topics
 from rocketkube.client.admin_cli.base import Session, Subcommand, UsageError
@@ -67,6 +68,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
             "--json", action="store_true", help="print one JSON document instead of a table"
         )
         tls_options.add_arguments(child)
+        credential_options.add_arguments(child)
         spec.configure(child)
         child.set_defaults(_admin=spec)
 
@@ -99,7 +101,8 @@ async def run_async(
     args.namesrv_addr = namesrv_addr(args, os.environ)
     try:
         tls = tls_options.from_args(args, os.environ)
-        async with AdminClient(args.namesrv_addr, tls=tls) as admin:
+        credentials = credential_options.from_args(args, os.environ)
+        async with AdminClient(args.namesrv_addr, tls=tls, credentials=credentials) as admin:
             await spec.handler(Session(args, admin, out, args.json))
     except UsageError as exc:
         print(f"rocketkube admin {spec.name}: error: {describe(exc)}", file=err)

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from rocketkube.client import tls_options
+from rocketkube.client import credential_options, tls_options
 from rocketkube.client.bench import broker as bench
 from rocketkube.client.bench import flood, flooder, runners, sdk
 from rocketkube.common import errors, runtime
@@ -240,6 +240,7 @@ def configure_client(parser: argparse.ArgumentParser, defaults: sdk.ClientBenchS
         "as the servers do and as the README advises a busy producer)",
     )
     tls_options.add_arguments(parser)
+    credential_options.add_arguments(parser)
 
 
 def configure_flood(parser: argparse.ArgumentParser) -> None:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from rocketkube.client import tls_options
+from rocketkube.client import credential_options, tls_options
 from rocketkube.client.bench import broker as bench
 from rocketkube.client.bench import flood, flooder, sdk
 from rocketkube.client.bench.local_cluster import local_broker, local_namesrv, local_namesrv_process
@@ -131,6 +131,7 @@ def client_settings_from(args: argparse.Namespace) -> sdk.ClientBenchSettings:
         send_timeout=args.send_timeout_ms / 1000,
         settle_heap=args.settle_heap,
         tls=tls_options.from_args(args, os.environ),
+        credentials=credential_options.from_args(args, os.environ),
     )
 
 

@@ -25,6 +25,7 @@ from rocketkube.client.listener import ConsumeContext, ConsumeStatus
 from rocketkube.client.producer import Producer
 from rocketkube.client.push_consumer import PushConsumer
 from rocketkube.client.transaction import LocalTransactionState, TransactionProducer
+from rocketkube.common.acl import Credentials
 from rocketkube.common.errors import RocketKubeError
 from rocketkube.common.message.model import Message, MessageExt
 from rocketkube.common.remoting.tls import TlsConfig
@@ -61,6 +62,8 @@ class ClientBenchSettings:
     """producer, with ``auto_batch``: how long a batch gathers at most."""
     tls: TlsConfig | None = None
     """Connect to the cluster with TLS."""
+    credentials: Credentials | None = None
+    """Sign every request as this account (a broker with ``aclEnable=true``)."""
     settle_heap: bool = True
     """Settle the heap before the run as the servers do (``runtime.settle_heap``): frozen,
     young collections every 10,000 objects. Off: CPython's collector as it comes, which
@@ -85,8 +88,16 @@ class Summary:
             "client_us_per_msg": None if per_msg is None else round(1e6 * per_msg, 2),
             "client_ceiling_msgs_per_s": None if not per_msg else round(1 / per_msg, 1),
             **self.extra,
-            "settings": dataclasses.asdict(self.settings),
+            "settings": _shown_settings(self.settings),
         }
+
+
+def _shown_settings(settings: ClientBenchSettings) -> dict[str, Any]:
+    """The settings as the summary shows them: the account by its access key only."""
+    credentials = settings.credentials
+    shown = dataclasses.asdict(dataclasses.replace(settings, credentials=None))
+    shown["credentials"] = None if credentials is None else credentials.access_key
+    return shown
 
 
 #: ``await bench(namesrv_addr, settings, on_report, on_progress) -> Summary``
@@ -189,6 +200,7 @@ async def run_producer(
         namesrv_addr,
         send_timeout=settings.send_timeout,
         tls=settings.tls,
+        credentials=settings.credentials,
         auto_batch=settings.auto_batch,
         batch_max_delay_ms=settings.batch_max_delay_ms,
     ) as producer:
@@ -252,6 +264,7 @@ async def run_tproducer(
         namesrv_addr,
         send_timeout=settings.send_timeout,
         tls=settings.tls,
+        credentials=settings.credentials,
     ) as producer:
         await producer.fetch_publish_queues(settings.topic)
 
@@ -275,7 +288,12 @@ async def run_tproducer(
 async def _prefill(namesrv_addr: str, settings: ClientBenchSettings) -> None:
     """Send ``settings.messages`` messages (the consumer benchmark's input)."""
     body = b"x" * settings.body_size
-    prefill = Producer(f"{settings.group}_prefill", namesrv_addr, tls=settings.tls)
+    prefill = Producer(
+        f"{settings.group}_prefill",
+        namesrv_addr,
+        tls=settings.tls,
+        credentials=settings.credentials,
+    )
     async with prefill as producer:
         window = asyncio.Semaphore(max(settings.workers, 1))
 
@@ -325,6 +343,7 @@ async def run_consumer(
         consume_batch_size=32,
         rebalance_interval=5.0,
         tls=settings.tls,
+        credentials=settings.credentials,
     )
     await consumer.subscribe(settings.topic, settings.tags or "*")
     consumer.register_listener(on_messages)
