@@ -186,3 +186,14 @@ async def test_a_broker_process_runs_as_its_pod(tmp_path: Path) -> None:
         "brokerRole": "SLAVE",
         "brokerIP1": "127.0.0.1",
     }
+
+
+def test_the_acl_file_is_beside_the_config_file_unless_named(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, {}, "--set", "aclEnable=true")
+    assert settings.acl_file() == tmp_path / "plain_acl.yml"
+    named = settings_for(tmp_path, {}, "--set", "aclEnable=true",
+                         "--set", "rocketmq.acl.plain.file=/etc/rocketmq/acl.yml")  # fmt: skip
+    assert named.acl_file() == Path("/etc/rocketmq/acl.yml")
+    assert settings_for(tmp_path, {}).acl_file() is None  # aclEnable is off by default
+    with pytest.raises(ValueError, match="rocketmq.acl.plain.file"):
+        BrokerSettings(aclEnable=True).acl_file()
