@@ -11,7 +11,7 @@ where the content is the values of every other extField (``Signature`` left out)
 order of their keys as Java's ``String.compareTo`` sorts them (UTF-16 code units), joined
 as one UTF-8 string, followed by the body bytes. Java clients up to 4.9.3 add
 ``_UNIQUE_KEY_QUERY`` after signing: the broker leaves it out of the content of requests of
-those versions (:func:`request_content`). See docs/protocol.md §16.
+those versions (:func:`request_content`). See docs/protocol.md §15.
 """
 
 from __future__ import annotations

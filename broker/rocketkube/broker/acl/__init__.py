@@ -1,4 +1,4 @@
-"""RocketMQ 4.x plain ACL on the broker (``aclEnable=true``; docs/protocol.md §16).
+"""RocketMQ 4.x plain ACL on the broker (``aclEnable=true``; docs/protocol.md §15).
 
 - ``permission``  perms, and what each request code needs, pure
 - ``addresses``   white-listed remote address patterns, pure

@@ -2,7 +2,7 @@
 ``PlainAccessValidator.parse``), pure: no I/O, no state.
 
 A resource is a topic, or a group written as its retry topic (``%RETRY%<group>``), as
-RocketMQ keys both in one map. The table (docs/protocol.md §16.2)::
+RocketMQ keys both in one map. The table (docs/protocol.md §15.2)::
 
     SEND_MESSAGE (10), SEND_MESSAGE_V2 (310),   topic PUB; a %RETRY% topic: the producer
     SEND_BATCH_MESSAGE (320)                    group SUB instead
