@@ -195,5 +195,5 @@ def test_the_acl_file_is_beside_the_config_file_unless_named(tmp_path: Path) -> 
                          "--set", "rocketmq.acl.plain.file=/etc/rocketmq/acl.yml")  # fmt: skip
     assert named.acl_file() == Path("/etc/rocketmq/acl.yml")
     assert settings_for(tmp_path, {}).acl_file() is None  # aclEnable is off by default
-    with pytest.raises(ValueError, match="rocketmq.acl.plain.file"):
-        BrokerSettings(aclEnable=True).acl_file()
+    with pytest.raises(ValueError, match=r"rocketmq\.acl\.plain\.file"):
+        BrokerSettings(acl_enable=True).acl_file()
