@@ -6,6 +6,7 @@ when it changes."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -13,7 +14,7 @@ from typing import Any, cast
 import pytest
 from waiting import wait_for_value
 
-from rocketkube.broker.acl import AccessGuard
+from rocketkube.broker.acl import AccessGuard, config
 from rocketkube.broker.app import BrokerApp
 from rocketkube.common import acl
 from rocketkube.common.protocol.heartbeat import ConsumerData, HeartbeatData, SubscriptionData
@@ -297,3 +298,53 @@ async def test_a_broker_with_an_unusable_file_does_not_start(
     edit(acl_file, "accounts:\n  - {accessKey: short, secretKey: 12345678}\n")
     with pytest.raises(ValueError, match="accessKey"):
         await start_broker(acl_enable=True, acl_plain_file=str(acl_file))
+
+
+async def test_the_acl_admin_requests_change_the_file_and_the_rules(
+    acl_broker: BrokerApp,
+    acl_file: Path,
+    clients: Callable[[acl.Credentials | None], RemotingClient],
+) -> None:
+    admin, address = clients(ADMIN), acl_broker.address
+    newcomer = acl.Credentials("newcomer", "new-secret")
+    create = request(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, accessKey="newcomer",
+                     secretKey="new-secret", defaultTopicPerm="DENY",
+                     topicPerms="Fresh=PUB,Other=SUB", groupPerms="FreshGroup=SUB")  # fmt: skip
+    refused = await clients(PRODUCER).invoke(address, create)
+    assert "Need admin permission" in (refused.remark or "")
+    create.ext_fields.pop("Signature")
+    assert (await admin.invoke(address, create)).code == ResponseCode.SUCCESS
+    assert (await clients(newcomer).invoke(address, send_v2("Fresh"))).code == 0
+    guard = acl_broker.acl
+    assert guard is not None
+    assert config.load(acl_file) == guard.rules.config  # written, and in force
+    # a change of one field keeps the others
+    change = request(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, accessKey="newcomer",
+                     topicPerms="Fresh=DENY")  # fmt: skip
+    assert (await admin.invoke(address, change)).code == ResponseCode.SUCCESS
+    assert (await clients(newcomer).invoke(address, send_v2("Fresh"))).code == 16
+    bad = request(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, accessKey="newcomer",
+                  topicPerms="Fresh")  # fmt: skip
+    answer = await admin.invoke(address, bad)
+    assert (answer.code, answer.remark) == (
+        ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED,
+        "Parse resource permission failed for topic:Fresh",
+    )
+    white = request(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, globalWhiteAddrs="127.0.0.1")
+    assert (await admin.invoke(address, white)).code == ResponseCode.SUCCESS
+    assert (await clients(None).invoke(address, send_v2("Unsigned"))).code == 0
+    white.ext_fields = {"globalWhiteAddrs": ""}
+    assert (await admin.invoke(address, white)).code == ResponseCode.SUCCESS
+    delete = request(RequestCode.DELETE_ACL_CONFIG, accessKey="newcomer")
+    assert (await admin.invoke(address, delete)).code == ResponseCode.SUCCESS
+    gone = await clients(newcomer).invoke(address, send_v2("Fresh"))
+    assert gone.remark == "No acl config for newcomer"
+    again = await admin.invoke(
+        address, request(RequestCode.DELETE_ACL_CONFIG, accessKey="newcomer")
+    )
+    assert again.code == ResponseCode.DELETE_ACL_CONFIG_FAILED
+    info = await admin.invoke(address, request(RequestCode.GET_BROKER_CLUSTER_ACL_INFO))
+    assert info.ext_fields["brokerAddr"] == address
+    assert info.ext_fields["clusterName"] == "DefaultCluster"
+    assert json.loads(info.ext_fields["version"])["counter"] == 6  # loaded, then 5 changes
+    assert [a.access_key for a in config.load(acl_file).accounts] == ["producer1", "admin-one"]

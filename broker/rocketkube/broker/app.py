@@ -14,6 +14,7 @@ import prometheus_client
 
 from rocketkube.broker.accelerated import accelerated
 from rocketkube.broker.acl import AccessGuard
+from rocketkube.broker.acl import admin as acl_admin
 from rocketkube.broker.clients import ClientManager
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.groups import SubscriptionGroupManager
@@ -215,6 +216,10 @@ class BrokerApp:
         table.update(end_transaction.table(ctx, tx_service))
         self.transactions = TransactionCheckService(ctx, tx_service)
         if self.acl is not None:
+            identity = acl_admin.BrokerIdentity(
+                settings.broker_name, ctx.broker_addr, settings.broker_cluster_name
+            )
+            table.update(acl_admin.table(self.acl, identity))
             table = self.acl.guard(table)
             self._spawn(self.acl.watch(), "acl-watch")
         self._gate.dispatcher = Dispatcher(

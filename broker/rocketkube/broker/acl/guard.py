@@ -45,6 +45,7 @@ class AccessGuard:
         self.rules = Rules(acl_config.load(path))
         self.version = 1
         """Counts the rules taken into force (served by GET_BROKER_CLUSTER_ACL_INFO)."""
+        self._updating = asyncio.Lock()
 
     # -- the file -----------------------------------------------------------------------
 
@@ -74,14 +75,17 @@ class AccessGuard:
             await asyncio.sleep(seconds)
             self.reload_if_changed()
 
-    def update(self, change: Callable[[acl_config.AclConfig], acl_config.AclConfig]) -> None:
-        """Apply ``change`` to the config in force and write it to the file (the ACL admin
-        requests); AclConfigError when the change is refused, OSError when not written."""
-        config = change(self.rules.config)
-        content = acl_config.dump(config)
-        save_bytes(self.path, content)
-        self._content = content
-        self._take(config)
+    async def update(self, change: Callable[[acl_config.AclConfig], acl_config.AclConfig]) -> None:
+        """Apply ``change`` to the config in force, write it to the file (from a worker
+        thread: an fsync can take seconds), then put it in force (the ACL admin requests,
+        one at a time). AclConfigError when the change is refused, OSError when the file
+        is not written; either way the rules in force stay."""
+        async with self._updating:
+            config = change(self.rules.config)
+            content = acl_config.dump(config)
+            await asyncio.to_thread(save_bytes, self.path, content)
+            self._content = content
+            self._take(config)
 
     def _take(self, config: acl_config.AclConfig) -> None:
         self.rules = Rules(config)

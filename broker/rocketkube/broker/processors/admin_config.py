@@ -53,7 +53,9 @@ _FIXED_NAMES = (
     # TLS: the listeners and outbound connections are set up at start
     "tls_server_mode tls_server_cert_path tls_server_key_path tls_server_trust_cert_path "
     "tls_server_need_client_auth tls_enable tls_client_cert_path tls_client_key_path "
-    "tls_client_trust_cert_path tls_client_auth_server"
+    "tls_client_trust_cert_path tls_client_auth_server "
+    # ACL: the guard is put in front of the processors at start
+    "acl_enable acl_plain_file"
 )
 FIXED_AT_START = frozenset(_FIXED_NAMES.split()) | {
     # the message store's configuration is frozen when the store opens
