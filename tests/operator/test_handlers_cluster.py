@@ -12,15 +12,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from kube_api import KubeApiServer, running_kube_api
-from operator_harness import Kubectl, RunningOperator, conditions, events_of, running_operator
+from kube_api import KubeApiServer
+from operator_harness import Kubectl, RunningOperator, conditions, events_of, resource
 from waiting import wait_until
 
 from rocketkube.operator.api import names
@@ -31,31 +31,9 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "kubernetes" / "cluster.yaml"
 GROUP_OBJECTS = ("statefulsets", "services", "configmaps", "poddisruptionbudgets")
 
 
-@pytest.fixture(scope="module")
-def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeApiServer]:
-    with running_kube_api(tmp_path_factory.mktemp("kube") / "kubeconfig") as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def operator(kube: KubeApiServer) -> Iterator[RunningOperator]:
-    with running_operator(kube) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def kubectl(kube: KubeApiServer, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
-    return Kubectl(kube, tmp_path_factory.mktemp("kubectl"))
-
-
 def cluster_yaml(name: str, **spec: Any) -> str:
-    body = {
-        "apiVersion": "rocketkube.io/v1alpha1",
-        "kind": "BrokerCluster",
-        "metadata": {"name": name},
-        "spec": {"nameServers": {"replicas": 1}, "brokers": {"groups": 1}, **spec},
-    }
-    return yaml.safe_dump(body)
+    nodes = {"nameServers": {"replicas": 1}, "brokers": {"groups": 1}}
+    return yaml.safe_dump(resource("BrokerCluster", name, **{**nodes, **spec}))
 
 
 def apply(kubectl: Kubectl, manifest: str) -> None:
@@ -304,3 +282,4 @@ def handled(kube: KubeApiServer, name: str) -> bool:
     found = kube.cluster.find_object("brokerclusters", name) or {}
     annotations = found.get("metadata", {}).get("annotations") or {}
     return "rocketkube.io/last-handled-configuration" in annotations
+

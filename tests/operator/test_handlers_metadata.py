@@ -8,17 +8,16 @@ pods do not really run, the broker in this process stands for the group's master
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-import pytest
-from kube_api import KubeApiServer, running_kube_api
+from kube_api import KubeApiServer
 from operator_harness import (
     UNREACHABLE,
     RunningOperator,
+    StartBroker,
     conditions,
     events_of,
-    running_operator,
+    resource,
     statefulset_pods,
 )
 from waiting import wait_until
@@ -29,25 +28,6 @@ from rocketkube.client.producer import Producer
 from rocketkube.common.message.model import Message
 from rocketkube.namesrv.app import NamesrvApp
 from rocketkube.operator.api import names
-
-StartBroker = Callable[..., Awaitable[BrokerApp]]
-API = "rocketkube.io/v1alpha1"
-
-
-@pytest.fixture(scope="module")
-def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeApiServer]:
-    with running_kube_api(tmp_path_factory.mktemp("kube") / "kubeconfig") as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def operator(kube: KubeApiServer) -> Iterator[RunningOperator]:
-    with running_operator(kube) as running:
-        yield running
-
-
-def resource(kind: str, name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": API, "kind": kind, "metadata": {"name": name}, "spec": spec}
 
 
 def get(kube: KubeApiServer, plural: str, name: str) -> dict[str, Any] | None:
