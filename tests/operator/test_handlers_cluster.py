@@ -283,3 +283,41 @@ def handled(kube: KubeApiServer, name: str) -> bool:
     annotations = found.get("metadata", {}).get("annotations") or {}
     return "rocketkube.io/last-handled-configuration" in annotations
 
+
+def claim(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+
+
+@pytest.mark.parametrize(("delete_claim", "kept"), [(False, True), (True, False)])
+async def test_a_deleted_clusters_claims_stay_unless_delete_claim(
+    kube: KubeApiServer, operator: RunningOperator, kubectl: Kubectl, delete_claim: bool, kept: bool
+) -> None:
+    """The broker StatefulSets' claim retention policy says it; the StatefulSet controller
+    (here the emulated API server) removes the claims with their sets, or keeps them."""
+    name = "kept" if kept else "dropped"
+    storage = {"storage": {"deleteClaim": delete_claim}}
+    apply(kubectl, cluster_yaml(name, brokers={"groups": 2, **storage}))
+    cluster = kube.cluster
+    sets = [names.broker_group(name, group) for group in range(2)]
+    await wait_until(
+        lambda: all(cluster.find_object("statefulsets", s) for s in sets), "the StatefulSets"
+    )
+    claims = [names.broker_claim(name, group, pod) for group in range(2) for pod in range(2)]
+    for claim_name in claims:  # as the StatefulSet controller makes them for the pods
+        cluster.create_object(claim(claim_name))
+
+    await delete(kube, kubectl, name)
+    await wait_until(
+        lambda: all(cluster.find_object("statefulsets", s) is None for s in sets),
+        "the broker StatefulSets gone with the cluster",
+    )
+    left = [c for c in claims if cluster.find_object("persistentvolumeclaims", c) is not None]
+    assert left == (claims if kept else [])
+    for claim_name in left:
+        cluster.delete_object("persistentvolumeclaims", claim_name)
+
