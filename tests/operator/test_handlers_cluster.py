@@ -321,3 +321,87 @@ async def test_a_deleted_clusters_claims_stay_unless_delete_claim(
     for claim_name in left:
         cluster.delete_object("persistentvolumeclaims", claim_name)
 
+
+POD_MONITOR_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "podmonitors.monitoring.coreos.com"},
+    "spec": {
+        "group": "monitoring.coreos.com",
+        "scope": "Namespaced",
+        "names": {
+            "plural": "podmonitors",
+            "singular": "podmonitor",
+            "kind": "PodMonitor",
+            "listKind": "PodMonitorList",
+            "shortNames": ["pmon"],
+        },
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "required": ["selector"],
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            }
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+"""The Prometheus operator's PodMonitor CRD as far as serving the kind goes (the real one's
+names and version; its spec schema left open): what a cluster with the Prometheus
+operator installed serves."""
+
+
+def scrape_annotations(kube: KubeApiServer, statefulset: str) -> set[str]:
+    found = kube.cluster.get_object("statefulsets", statefulset)
+    annotations = found["spec"]["template"]["metadata"]["annotations"]
+    return {key for key in annotations if key.startswith("prometheus.io/")}
+
+
+async def test_a_cluster_is_scraped_through_a_pod_monitor_once_they_are_served(
+    kube: KubeApiServer, operator: RunningOperator, kubectl: Kubectl
+) -> None:
+    """Annotations while no PodMonitors are served; a PodMonitor owned by the cluster once
+    the CRD is installed (the annotations then go); none once metrics are off."""
+    apply(kubectl, cluster_yaml("seen"))
+    await wait_until(lambda: reconciled(kube, "seen"), "the cluster reconciled")
+    sets = ["seen-namesrv", "seen-broker-0"]
+    for statefulset in sets:
+        assert scrape_annotations(kube, statefulset) == {
+            "prometheus.io/scrape", "prometheus.io/port", "prometheus.io/path"
+        }  # fmt: skip
+
+    cluster = kube.cluster
+    cluster.create_object(POD_MONITOR_CRD)
+    try:
+        await wait_until(
+            lambda: cluster.find_object("podmonitors", "seen-metrics") is not None,
+            "the PodMonitor",
+        )
+        monitor = cluster.get_object("podmonitors", "seen-metrics")
+        uid = cluster.get_object("brokerclusters", "seen")["metadata"]["uid"]
+        assert [o["uid"] for o in monitor["metadata"]["ownerReferences"]] == [uid]
+        assert monitor["spec"]["podMetricsEndpoints"] == [{"port": "metrics", "path": "/metrics"}]
+        await wait_until(
+            lambda: all(not scrape_annotations(kube, s) for s in sets),
+            "the templates without scrape annotations",
+        )
+
+        apply(kubectl, cluster_yaml("seen", metrics={"enabled": False}))
+        await wait_until(
+            lambda: cluster.find_object("podmonitors", "seen-metrics") is None,
+            "the PodMonitor deleted with metrics off",
+        )
+        await delete(kube, kubectl, "seen")
+    finally:
+        cluster.delete_object("customresourcedefinitions", POD_MONITOR_CRD["metadata"]["name"])
