@@ -141,6 +141,32 @@ async def test_a_topic_is_created_grown_repaired_and_deleted(
     await delete_all(kube, "tp", "brokerclusters")
 
 
+async def test_passes_that_find_a_topic_as_it_was_do_not_rewrite_it(
+    kube: KubeApiServer,
+    operator: RunningOperator,
+    namesrv: NamesrvApp,
+    start_broker: StartBroker,
+) -> None:
+    """``lastChecked`` is written at most once a minute while nothing else changes, so
+    the timer's passes over a settled Topic leave its resourceVersion alone."""
+    await ready_cluster(kube, operator, namesrv, start_broker, "qt")
+    kube.cluster.create_object(resource("Topic", "quiet", cluster="qt", queues=2))
+    await wait_until(lambda: condition(kube, "topics", "quiet")[0] == "True", "quiet Ready")
+    passes = "rocketkube_operator_reconciles_total"
+    await wait_until(
+        lambda: status(kube, "topics", "quiet").get("observedGeneration") == 1, "settled"
+    )
+    version = (get(kube, "topics", "quiet") or {})["metadata"]["resourceVersion"]
+    counted = operator.sample(passes, kind="Topic", result="ok")
+    await wait_until(
+        lambda: operator.sample(passes, kind="Topic", result="ok") >= counted + 4,
+        "a few more passes",
+    )
+    assert (get(kube, "topics", "quiet") or {})["metadata"]["resourceVersion"] == version
+    await delete_all(kube, "quiet", "topics")
+    await delete_all(kube, "qt", "brokerclusters")
+
+
 async def test_an_unmanaged_topic_stays_on_the_brokers(
     kube: KubeApiServer,
     operator: RunningOperator,
