@@ -8,7 +8,7 @@ For a BrokerCluster ``c`` in namespace ``ns`` with ``G`` broker groups::
                    PodDisruptionBudget              c-broker-<g>
                    volume claim of pod o            store-c-broker-<g>-<o>
     name servers   PodDisruptionBudget, ConfigMap   c-namesrv
-    every pod's metrics (monitoring.coreos.com)     PodMonitor c-metrics
+    every pod      PodMonitor (when served)         c-metrics
     brokerClusterName                               c
     brokerName of group g                           c-broker-<g>
     brokerId of pod ordinal o                       o (0 is the master)
