@@ -1,7 +1,9 @@
 """The BrokerCluster handlers, the real operator under kopf against the emulated API server
 driven by the real kubectl: the example applied renders every object, owned by the
 cluster; status and printer columns; spec changes and scaling reach the StatefulSets;
-bad specs are refused by the schema or reported; a paused cluster is left alone.
+bad specs are refused by the schema or reported; a paused cluster is left alone; a
+deleted cluster's claims stay unless ``deleteClaim``; Prometheus finds the pods through
+a PodMonitor once PodMonitors are served, else through annotations.
 
 No brokers run here (nothing plays kubelet): the clusters' pods never exist, so they
 stay not Ready, and their admin API is unreachable.
