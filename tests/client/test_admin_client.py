@@ -281,3 +281,5 @@ async def test_topic_configs_and_subscription_groups_of_a_broker(
     assert groups[group].retry_max_times == 7
     assert not groups[group].consume_broadcast_enable
     assert groups[group].group_name == group
+    assert await admin.subscription_group(broker.address, group) == groups[group]
+    assert await admin.subscription_group(broker.address, f"{group}_absent") is None

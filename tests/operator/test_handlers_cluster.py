@@ -1,7 +1,9 @@
 """The BrokerCluster handlers, the real operator under kopf against the emulated API server
 driven by the real kubectl: the example applied renders every object, owned by the
 cluster; status and printer columns; spec changes and scaling reach the StatefulSets;
-bad specs are refused by the schema or reported; a paused cluster is left alone.
+bad specs are refused by the schema or reported; a paused cluster is left alone; a
+deleted cluster's claims stay unless ``deleteClaim``; Prometheus finds the pods through
+a PodMonitor once PodMonitors are served, else through annotations.
 
 No brokers run here (nothing plays kubelet): the clusters' pods never exist, so they
 stay not Ready, and their admin API is unreachable.
@@ -12,15 +14,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from kube_api import KubeApiServer, running_kube_api
-from operator_harness import Kubectl, RunningOperator, conditions, events_of, running_operator
+from kube_api import KubeApiServer
+from operator_harness import Kubectl, RunningOperator, conditions, events_of, resource
 from waiting import wait_until
 
 from rocketkube.operator.api import names
@@ -31,31 +33,9 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "kubernetes" / "cluster.yaml"
 GROUP_OBJECTS = ("statefulsets", "services", "configmaps", "poddisruptionbudgets")
 
 
-@pytest.fixture(scope="module")
-def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeApiServer]:
-    with running_kube_api(tmp_path_factory.mktemp("kube") / "kubeconfig") as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def operator(kube: KubeApiServer) -> Iterator[RunningOperator]:
-    with running_operator(kube) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def kubectl(kube: KubeApiServer, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
-    return Kubectl(kube, tmp_path_factory.mktemp("kubectl"))
-
-
 def cluster_yaml(name: str, **spec: Any) -> str:
-    body = {
-        "apiVersion": "rocketkube.io/v1alpha1",
-        "kind": "BrokerCluster",
-        "metadata": {"name": name},
-        "spec": {"nameServers": {"replicas": 1}, "brokers": {"groups": 1}, **spec},
-    }
-    return yaml.safe_dump(body)
+    nodes = {"nameServers": {"replicas": 1}, "brokers": {"groups": 1}}
+    return yaml.safe_dump(resource("BrokerCluster", name, **{**nodes, **spec}))
 
 
 def apply(kubectl: Kubectl, manifest: str) -> None:
@@ -304,3 +284,126 @@ def handled(kube: KubeApiServer, name: str) -> bool:
     found = kube.cluster.find_object("brokerclusters", name) or {}
     annotations = found.get("metadata", {}).get("annotations") or {}
     return "rocketkube.io/last-handled-configuration" in annotations
+
+
+def claim(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+
+
+@pytest.mark.parametrize(("delete_claim", "kept"), [(False, True), (True, False)])
+async def test_a_deleted_clusters_claims_stay_unless_delete_claim(
+    kube: KubeApiServer, operator: RunningOperator, kubectl: Kubectl, delete_claim: bool, kept: bool
+) -> None:
+    """The broker StatefulSets' claim retention policy says it; the StatefulSet controller
+    (here the emulated API server) removes the claims with their sets, or keeps them."""
+    name = "kept" if kept else "dropped"
+    storage = {"storage": {"deleteClaim": delete_claim}}
+    apply(kubectl, cluster_yaml(name, brokers={"groups": 2, **storage}))
+    cluster = kube.cluster
+    sets = [names.broker_group(name, group) for group in range(2)]
+    await wait_until(
+        lambda: all(cluster.find_object("statefulsets", s) for s in sets), "the StatefulSets"
+    )
+    claims = [names.broker_claim(name, group, pod) for group in range(2) for pod in range(2)]
+    for claim_name in claims:  # as the StatefulSet controller makes them for the pods
+        cluster.create_object(claim(claim_name))
+
+    await delete(kube, kubectl, name)
+    await wait_until(
+        lambda: all(cluster.find_object("statefulsets", s) is None for s in sets),
+        "the broker StatefulSets gone with the cluster",
+    )
+    left = [c for c in claims if cluster.find_object("persistentvolumeclaims", c) is not None]
+    assert left == (claims if kept else [])
+    for claim_name in left:
+        cluster.delete_object("persistentvolumeclaims", claim_name)
+
+
+POD_MONITOR_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "podmonitors.monitoring.coreos.com"},
+    "spec": {
+        "group": "monitoring.coreos.com",
+        "scope": "Namespaced",
+        "names": {
+            "plural": "podmonitors",
+            "singular": "podmonitor",
+            "kind": "PodMonitor",
+            "listKind": "PodMonitorList",
+            "shortNames": ["pmon"],
+        },
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "required": ["selector"],
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            }
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+"""The Prometheus operator's PodMonitor CRD as far as serving the kind goes (the real one's
+names and version; its spec schema left open): what a cluster with the Prometheus
+operator installed serves."""
+
+
+def scrape_annotations(kube: KubeApiServer, statefulset: str) -> set[str]:
+    found = kube.cluster.get_object("statefulsets", statefulset)
+    annotations = found["spec"]["template"]["metadata"]["annotations"]
+    return {key for key in annotations if key.startswith("prometheus.io/")}
+
+
+async def test_a_cluster_is_scraped_through_a_pod_monitor_once_they_are_served(
+    kube: KubeApiServer, operator: RunningOperator, kubectl: Kubectl
+) -> None:
+    """Annotations while no PodMonitors are served; a PodMonitor owned by the cluster once
+    the CRD is installed (the annotations then go); none once metrics are off."""
+    apply(kubectl, cluster_yaml("seen"))
+    await wait_until(lambda: reconciled(kube, "seen"), "the cluster reconciled")
+    sets = ["seen-namesrv", "seen-broker-0"]
+    for statefulset in sets:
+        assert scrape_annotations(kube, statefulset) == {
+            "prometheus.io/scrape", "prometheus.io/port", "prometheus.io/path"
+        }  # fmt: skip
+
+    cluster = kube.cluster
+    cluster.create_object(POD_MONITOR_CRD)
+    try:
+        await wait_until(
+            lambda: cluster.find_object("podmonitors", "seen-metrics") is not None,
+            "the PodMonitor",
+        )
+        monitor = cluster.get_object("podmonitors", "seen-metrics")
+        uid = cluster.get_object("brokerclusters", "seen")["metadata"]["uid"]
+        assert [o["uid"] for o in monitor["metadata"]["ownerReferences"]] == [uid]
+        assert monitor["spec"]["podMetricsEndpoints"] == [{"port": "metrics", "path": "/metrics"}]
+        await wait_until(
+            lambda: all(not scrape_annotations(kube, s) for s in sets),
+            "the templates without scrape annotations",
+        )
+
+        apply(kubectl, cluster_yaml("seen", metrics={"enabled": False}))
+        await wait_until(
+            lambda: cluster.find_object("podmonitors", "seen-metrics") is None,
+            "the PodMonitor deleted with metrics off",
+        )
+        await delete(kube, kubectl, "seen")
+    finally:
+        cluster.delete_object("customresourcedefinitions", POD_MONITOR_CRD["metadata"]["name"])

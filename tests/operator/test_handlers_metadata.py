@@ -8,17 +8,16 @@ pods do not really run, the broker in this process stands for the group's master
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-import pytest
-from kube_api import KubeApiServer, running_kube_api
+from kube_api import KubeApiServer
 from operator_harness import (
     UNREACHABLE,
     RunningOperator,
+    StartBroker,
     conditions,
     events_of,
-    running_operator,
+    resource,
     statefulset_pods,
 )
 from waiting import wait_until
@@ -29,25 +28,6 @@ from rocketkube.client.producer import Producer
 from rocketkube.common.message.model import Message
 from rocketkube.namesrv.app import NamesrvApp
 from rocketkube.operator.api import names
-
-StartBroker = Callable[..., Awaitable[BrokerApp]]
-API = "rocketkube.io/v1alpha1"
-
-
-@pytest.fixture(scope="module")
-def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeApiServer]:
-    with running_kube_api(tmp_path_factory.mktemp("kube") / "kubeconfig") as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def operator(kube: KubeApiServer) -> Iterator[RunningOperator]:
-    with running_operator(kube) as running:
-        yield running
-
-
-def resource(kind: str, name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": API, "kind": kind, "metadata": {"name": name}, "spec": spec}
 
 
 def get(kube: KubeApiServer, plural: str, name: str) -> dict[str, Any] | None:
@@ -159,6 +139,41 @@ async def test_a_topic_is_created_grown_repaired_and_deleted(
     assert topics.get("Orders") is None
     await wait_until(lambda: "Orders" not in namesrv.routes.topic_queue_table, "route gone")
     await delete_all(kube, "tp", "brokerclusters")
+
+
+async def test_passes_that_find_a_topic_as_it_was_do_not_rewrite_it(
+    kube: KubeApiServer,
+    operator: RunningOperator,
+    namesrv: NamesrvApp,
+    start_broker: StartBroker,
+) -> None:
+    """``lastChecked`` is written at most once a minute while nothing else changes, so
+    the timer's passes over a settled Topic leave its resourceVersion alone."""
+    await ready_cluster(kube, operator, namesrv, start_broker, "qt")
+    kube.cluster.create_object(resource("Topic", "quiet", cluster="qt", queues=2))
+    await wait_until(lambda: condition(kube, "topics", "quiet")[0] == "True", "quiet Ready")
+    passes = "rocketkube_operator_reconciles_total"
+    await wait_until(
+        lambda: status(kube, "topics", "quiet").get("observedGeneration") == 1, "settled"
+    )
+    await wait_until(lambda: kopf_done(get(kube, "topics", "quiet")), "kopf done with it")
+    version = (get(kube, "topics", "quiet") or {})["metadata"]["resourceVersion"]
+    counted = operator.sample(passes, kind="Topic", result="ok")
+    await wait_until(
+        lambda: operator.sample(passes, kind="Topic", result="ok") >= counted + 4,
+        "a few more passes",
+    )
+    assert (get(kube, "topics", "quiet") or {})["metadata"]["resourceVersion"] == version
+    await delete_all(kube, "quiet", "topics")
+    await delete_all(kube, "qt", "brokerclusters")
+
+
+def kopf_done(obj: dict[str, Any] | None) -> bool:
+    """kopf has handled the object's last change (its creation): it recorded what it
+    handled and keeps no handler's progress (a retried handler's) any more."""
+    annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
+    handled = "rocketkube.io/last-handled-configuration" in annotations
+    return handled and "rocketkube.io/topics-changed" not in annotations
 
 
 async def test_an_unmanaged_topic_stays_on_the_brokers(

@@ -520,6 +520,51 @@ async def test_foreground_and_orphan_propagation(api: Api) -> None:
     assert "ownerReferences" not in (await api.ok("GET", f"{CONFIGMAPS}/{orphan}"))["metadata"]
 
 
+@pytest.mark.parametrize(("when_deleted", "kept"), [("Retain", True), ("Delete", False)])
+async def test_a_statefulsets_claims_follow_its_retention_policy(
+    api: Api, when_deleted: str, kept: bool
+) -> None:
+    """Under ``whenDeleted: Delete`` the set's claims go with it, as the StatefulSet
+    controller and the garbage collector do; under ``Retain`` they stay. Claims of another
+    set, or not named for one of its pods, stay either way."""
+    base = "/apis/apps/v1/namespaces/default/statefulsets"
+    claims = "/api/v1/namespaces/default/persistentvolumeclaims"
+    name = fresh("set")
+    statefulset = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name},
+        "spec": {
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]},
+            },
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}}],
+            "persistentVolumeClaimRetentionPolicy": {
+                "whenDeleted": when_deleted,
+                "whenScaled": "Retain",
+            },
+        },
+    }
+    await api.ok("POST", base, statefulset)
+    mine, others = [f"data-{name}-0", f"data-{name}-1"], [f"data-{name}x-0", f"data-{name}-a"]
+    for claim in mine + others:
+        body = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": claim},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1"}}},
+        }
+        await api.ok("POST", claims, body)
+    await api.ok("DELETE", f"{base}/{name}")
+    for claim in mine:
+        assert (await api.call("GET", f"{claims}/{claim}"))[0] == (200 if kept else 404)
+    for claim in others:
+        assert (await api.call("GET", f"{claims}/{claim}"))[0] == 200
+
+
 async def test_deleting_a_namespace_deletes_its_objects(api: Api) -> None:
     space = fresh("ns")
     await api.ok("POST", "/api/v1/namespaces", {"metadata": {"name": space}})

@@ -119,6 +119,7 @@ def test_the_group_statefulset_is_rolled_by_the_operator_only() -> None:
         "podManagementPolicy": "Parallel",
         "updateStrategy": {"type": "OnDelete"},
         "selector": {"matchLabels": selector(1)},
+        "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
     }
     assert spec["template"]["metadata"]["labels"] == labels(1)
 
@@ -135,12 +136,28 @@ def test_each_pod_claims_its_store_from_the_storage_spec() -> None:
             },
         }
     ]
-    assert "persistentVolumeClaimRetentionPolicy" not in spec  # deleteClaim: the handlers'
     default = find(render({}), "StatefulSet", "demo-broker-0")["spec"]["volumeClaimTemplates"]
     assert default[0]["spec"] == {
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": "10Gi"}},
     }
+
+
+@pytest.mark.parametrize(("delete_claim", "when_deleted"), [(False, "Retain"), (True, "Delete")])
+def test_delete_claim_is_the_claims_retention_when_the_set_is_deleted(
+    delete_claim: bool, when_deleted: str
+) -> None:
+    """The StatefulSet controller removes the claims with their set (scale-in or the
+    cluster deleted) only with ``deleteClaim``; fewer replicas never remove a claim."""
+    storage = {"storage": {"deleteClaim": delete_claim}}
+    for statefulset in render({"brokers": {"groups": 2, **storage}}):
+        if statefulset["kind"] != "StatefulSet":
+            continue
+        policy = statefulset["spec"].get("persistentVolumeClaimRetentionPolicy")
+        if statefulset["metadata"]["name"] == "demo-namesrv":  # no claims
+            assert policy is None
+        else:
+            assert policy == {"whenDeleted": when_deleted, "whenScaled": "Retain"}
 
 
 def test_the_broker_container_takes_its_identity_from_the_pod() -> None:

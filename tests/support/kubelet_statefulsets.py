@@ -9,8 +9,11 @@ Pure functions of a StatefulSet and the pods it owns (:func:`plan`, :func:`statu
   ``hostname``/``subdomain`` (the pod's DNS name through ``serviceName``) and a
   ``persistentVolumeClaim`` volume per claim template, owned by the set (controller
   reference), bound to the harness's node;
-- claims ``<template>-<pod>`` created before their pod and never deleted here (the
-  retention policy is Kubernetes' default, Retain), with ``kubernetes.io/pvc-protection``;
+- claims ``<template>-<pod>`` created before their pod, with
+  ``kubernetes.io/pvc-protection``, and never deleted here: scaling down retains them;
+  a set removed under ``persistentVolumeClaimRetentionPolicy.whenDeleted: Delete`` takes
+  them along through the emulated API server's garbage collection
+  (``kube_api_collector``);
 - ``Parallel``: every missing pod at once, every surplus pod deleted at once;
   ``OrderedReady``: one at a time, the next once all before it are Ready;
 - ``OnDelete``: a pod runs the template it was made from until someone deletes it;

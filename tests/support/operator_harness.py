@@ -10,6 +10,9 @@ template and marking them Ready.
         operator.addresses["demo"] = namesrv.address     # cluster demo's name servers
         statefulset_pods(kube.cluster, "demo-namesrv")   # its pods exist and are Ready
 
+    async with operator_running(kube) as operator:       # the same, from an async test
+        ...
+
 Each pod is named ``<statefulset>-<ordinal>``, carries the template's labels and
 annotations (the template hash among them) and an owner reference to its StatefulSet.
 """
@@ -18,33 +21,45 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import subprocess
 import threading
-from collections.abc import Iterator
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kube_api import Cluster, KubeApiServer
 
+from rocketkube.broker.app import BrokerApp
 from rocketkube.operator import main, metrics
-from rocketkube.operator.api import crds
+from rocketkube.operator.api import crds, models
 from rocketkube.operator.handlers.context import AddressOf, Timing
 
 __all__ = [
+    "API",
     "UNREACHABLE",
     "Kubectl",
     "RunningOperator",
+    "StartBroker",
     "apply_crds",
+    "condition",
     "conditions",
     "create_pod",
     "events_of",
     "mark_ready",
+    "operator_running",
     "pod_from_template",
+    "resource",
     "running_operator",
     "statefulset_pods",
 ]
+
+API = f"{models.GROUP}/{models.VERSION}"
+StartBroker = Callable[..., Awaitable[BrokerApp]]
+"""The ``start_broker`` fixture (``tests/conftest.py``): a broker of this process."""
 
 UNREACHABLE = "127.0.0.1:1"
 """A name server address that refuses at once: a cluster whose brokers do not run."""
@@ -54,9 +69,12 @@ FAST = Timing(timer_interval=0.5, retry_delay=0.5, conflict_delay=0.2, backoff_l
 
 
 def apply_crds(cluster: Cluster) -> None:
-    """The operator's CRDs, as ``rocketkube operator --print-crds | kubectl apply`` would."""
+    """The operator's CRDs, as ``rocketkube operator --print-crds | kubectl apply`` would
+    (those already there are left as they are)."""
     for kind in crds.KINDS:
-        cluster.create_object(crds.crd(kind))
+        crd = crds.crd(kind)
+        if cluster.find_object("customresourcedefinitions", crd["metadata"]["name"]) is None:
+            cluster.create_object(crd)
 
 
 @dataclass
@@ -115,7 +133,31 @@ def running_operator(
     finally:
         stop.set()
         thread.join(30)
+        _collect_kopfs_last_session()
     assert not thread.is_alive(), "the operator did not stop"
+
+
+def _collect_kopfs_last_session() -> None:
+    """kopf closes its API sessions when it stops, but a timer still in its pass then
+    patches its object afterwards, through a session opened anew and never closed
+    (kopf's shutdown race, harmless in a process that exits). A test process starts and
+    stops many operators: collect that session now, quietly, as the exit would."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+
+
+@contextlib.asynccontextmanager
+async def operator_running(kube: KubeApiServer) -> AsyncIterator[RunningOperator]:
+    """:func:`running_operator` inside a test's event loop: started and stopped from a
+    worker thread, so name servers and brokers of the test's loop keep answering the
+    operator while it starts and stops (tests that stop one operator and start another)."""
+    manager = running_operator(kube)
+    running = await asyncio.to_thread(manager.__enter__)
+    try:
+        yield running
+    finally:
+        await asyncio.to_thread(manager.__exit__, None, None, None)
 
 
 def pod_from_template(
@@ -178,6 +220,18 @@ def mark_ready(cluster: Cluster, pod: str, namespace: str = "default") -> None:
     """The kubelet's report that ``pod``'s readiness probe passes."""
     status = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     cluster.patch_object("pods", pod, status, namespace, subresource="status")
+
+
+def resource(kind: str, name: str, **spec: Any) -> dict[str, Any]:
+    """A BrokerCluster, Topic or ConsumerGroup named ``name`` (in ``default``)."""
+    return {"apiVersion": API, "kind": kind, "metadata": {"name": name}, "spec": spec}
+
+
+def condition(
+    cluster: Cluster, plural: str, name: str, type_: str = "Ready"
+) -> tuple[str, str, str]:
+    """Condition ``type_`` of an object: (status, reason, message); empty when absent."""
+    return conditions(cluster.find_object(plural, name)).get(type_, ("", "", ""))
 
 
 def conditions(obj: dict[str, Any] | None) -> dict[str, tuple[str, str, str]]:

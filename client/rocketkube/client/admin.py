@@ -396,6 +396,16 @@ class AdminClient(AdminBase):
         response = await self._invoke(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         return subscription_group.decode_table(fastjson.loads(response.body_bytes()))
 
+    async def subscription_group(
+        self, broker_addr: str, group: str
+    ) -> SubscriptionGroupConfig | None:
+        """``group``'s entry of the broker's GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) table,
+        None when the broker lacks it; decoded alone, as :meth:`topic_config`."""
+        response = await self._invoke(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        table = fastjson.loads(response.body_bytes()).get("subscriptionGroupTable") or {}
+        found = table.get(group)
+        return None if found is None else SubscriptionGroupConfig.from_json(found)
+
     async def broker_config(self, broker_addr: str) -> dict[str, str]:
         """GET_BROKER_CONFIG (26): every setting of the broker, as strings under
         RocketMQ's property names."""

@@ -160,6 +160,8 @@ class BrokerSpec(_Model):
 
 class MetricsSpec(_Model):
     enabled: bool = True
+    """Have Prometheus scrape every pod at /metrics: through a PodMonitor where the
+    Prometheus operator's CRDs are installed, else through prometheus.io annotations."""
 
 
 _DERIVED_PROPERTIES: Final = (

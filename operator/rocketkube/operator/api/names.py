@@ -8,6 +8,7 @@ For a BrokerCluster ``c`` in namespace ``ns`` with ``G`` broker groups::
                    PodDisruptionBudget              c-broker-<g>
                    volume claim of pod o            store-c-broker-<g>-<o>
     name servers   PodDisruptionBudget, ConfigMap   c-namesrv
+    every pod      PodMonitor (when served)         c-metrics
     brokerClusterName                               c
     brokerName of group g                           c-broker-<g>
     brokerId of pod ordinal o                       o (0 is the master)
@@ -25,7 +26,12 @@ from typing import Final
 __all__ = [
     "BROKER_COMPONENT",
     "BROKER_PORT",
+    "COMPONENT_LABEL",
+    "GROUP_LABEL",
     "HTTP_PORT_OFFSET",
+    "INSTANCE_LABEL",
+    "METRICS_COMPONENT",
+    "METRICS_PATH",
     "NAMESRV_COMPONENT",
     "NAMESRV_HTTP_PORT",
     "NAMESRV_PORT",
@@ -40,6 +46,7 @@ __all__ = [
     "namesrv",
     "namesrv_address",
     "namesrv_pod",
+    "pod_monitor",
     "selector",
 ]
 
@@ -52,10 +59,16 @@ HTTP_PORT_OFFSET: Final = 3
 PART_OF: Final = "rocketkube"
 MANAGED_BY: Final = "rocketkube-operator"
 CLUSTER_LABEL: Final = "rocketkube.io/cluster"
+INSTANCE_LABEL: Final = "app.kubernetes.io/instance"
+"""Every object and pod of a cluster carries its name under this label."""
 COMPONENT_LABEL: Final = "app.kubernetes.io/component"
 GROUP_LABEL: Final = "rocketkube.io/group"
 NAMESRV_COMPONENT: Final = "namesrv"
 BROKER_COMPONENT: Final = "broker"
+METRICS_COMPONENT: Final = "metrics"
+"""The component label of a cluster's PodMonitor (it selects every pod of the cluster)."""
+METRICS_PATH: Final = "/metrics"
+"""Where a name server's and a broker's HTTP port serve their Prometheus metrics."""
 TEMPLATE_HASH_ANNOTATION: Final = "rocketkube.io/template-hash"
 """On a StatefulSet's pod template, so on its pods: the hash of what the pod runs."""
 STORE_VOLUME: Final = "store"
@@ -79,6 +92,11 @@ def namesrv_address(cluster: str, namespace: str, replicas: int) -> str:
         f"{namesrv_pod(cluster, i)}.{service}.{namespace}.svc:{NAMESRV_PORT}"
         for i in range(replicas)
     )
+
+
+def pod_monitor(cluster: str) -> str:
+    """The PodMonitor that has Prometheus scrape every pod of ``cluster``."""
+    return f"{cluster}-metrics"
 
 
 def broker_cluster_name(cluster: str) -> str:
@@ -108,7 +126,7 @@ def broker_claim(cluster: str, group: int, ordinal: int) -> str:
 
 def selector(cluster: str, component: str, group: int | None = None) -> dict[str, str]:
     """The labels that select one component's pods (a group's, for brokers)."""
-    out = {"app.kubernetes.io/instance": cluster, COMPONENT_LABEL: component}
+    out = {INSTANCE_LABEL: cluster, COMPONENT_LABEL: component}
     if group is not None:
         out[GROUP_LABEL] = str(group)
     return out

@@ -6,7 +6,8 @@ Where each reading comes from::
     masters, slaves        GET_BROKER_CLUSTER_INFO: the brokers registered under the
                            cluster's brokerClusterName, by brokerName (so by group)
     Inventory              a master's GET_ALL_TOPIC_CONFIG and GET_ALL_SUBSCRIPTIONGROUP_CONFIG;
-                           for a Topic's pass, its topic's entry of the first alone
+                           for a Topic's pass, its topic's entry of the first alone; for
+                           a ConsumerGroup's, its group's entry of the second alone
     replication lag        GET_BROKER_RUNTIME_INFO's commitLogMaxOffset of the master less
                            its furthest slave's (unknown while a slave is not registered)
     write permission       the name servers' route of the topic named after the brokerName
@@ -32,6 +33,7 @@ from rocketkube.client.errors import MQClientError, TopicNotExistError
 from rocketkube.common.errors import RocketKubeError
 from rocketkube.common.protocol import permission
 from rocketkube.common.protocol.route import BrokerData, ClusterInfo
+from rocketkube.common.protocol.subscription_group import SubscriptionGroupConfig
 from rocketkube.common.protocol.topic_config import TopicConfig
 from rocketkube.operator.api import names
 from rocketkube.operator.plans import consumer_groups, observed, topics
@@ -112,21 +114,26 @@ class Brokers:
 
         return {group: await self._on_master(group, read) for group in groups}
 
+    async def group_inventories(
+        self, groups: Iterable[int], consumer_group: str
+    ) -> dict[int, observed.Inventory | None]:
+        """Each group master's settings of ``consumer_group`` alone, as
+        :meth:`topic_inventories` for a topic: a ConsumerGroup's pass reads no topics and
+        no other group."""
+
+        async def read(address: str) -> observed.Inventory:
+            found = await self.admin.subscription_group(address, consumer_group)
+            held = {} if found is None else {consumer_group: _settings(found)}
+            return observed.Inventory(consumer_groups=held)
+
+        return {group: await self._on_master(group, read) for group in groups}
+
     async def _everything(self, address: str) -> observed.Inventory:
         topic_table = await self.admin.topic_configs(address)
         group_table = await self.admin.subscription_groups(address)
         return observed.Inventory(
             topics={name: _state(config) for name, config in topic_table.items()},
-            consumer_groups={
-                name: observed.GroupSettings(
-                    retry_max_times=c.retry_max_times,
-                    consume_broadcast_enable=c.consume_broadcast_enable,
-                    consume_from_min_enable=c.consume_from_min_enable,
-                    retry_queue_nums=c.retry_queue_nums,
-                    which_broker_when_consume_slowly=c.which_broker_when_consume_slowly,
-                )
-                for name, c in group_table.items()
-            },
+            consumer_groups={name: _settings(config) for name, config in group_table.items()},
         )
 
     async def _on_master(
@@ -267,6 +274,16 @@ class Brokers:
 def _state(config: TopicConfig) -> observed.TopicState:
     return observed.TopicState(
         config.read_queue_nums, config.write_queue_nums, config.perm, config.order
+    )
+
+
+def _settings(config: SubscriptionGroupConfig) -> observed.GroupSettings:
+    return observed.GroupSettings(
+        retry_max_times=config.retry_max_times,
+        consume_broadcast_enable=config.consume_broadcast_enable,
+        consume_from_min_enable=config.consume_from_min_enable,
+        retry_queue_nums=config.retry_queue_nums,
+        which_broker_when_consume_slowly=config.which_broker_when_consume_slowly,
     )
 
 

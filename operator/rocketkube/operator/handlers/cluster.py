@@ -2,10 +2,12 @@
 
 ::
 
+    discover   whether PodMonitors are served (how Prometheus is to find the pods)
     render     specs.cluster.objects (InvalidSpec: the Degraded condition, an Event, no
                retries until the spec changes)
-    apply      ensure every object of the name servers and of each desired group, owned
-               by the cluster (skipped while ``paused``)
+    apply      ensure every object of the name servers and of each desired group, and the
+               PodMonitor, owned by the cluster; a PodMonitor no longer wanted deleted
+               (skipped while ``paused``)
     observe    pods, group objects and claims (Kubernetes); each master's topics and
                groups, replication lag, write permissions, drain lag (admin API)
     plan       roll, scale-out, scale-in; the status summary
@@ -64,7 +66,8 @@ async def reconcile(ctx: Context, body: kopf.Body, patch: kopf.Patch, *, act: bo
     """One pass over the cluster in ``body``; ``act``: carry out a plan step (timers)."""
     meta = body["metadata"]
     model = resources.parse(models.BrokerCluster, body)
-    cluster = base.Cluster.of(model, meta["name"], meta["namespace"])
+    monitors = await ctx.kube.serves(*cluster_steps.POD_MONITOR)
+    cluster = base.Cluster.of(model, meta["name"], meta["namespace"], pod_monitors=monitors)
     token = (meta.get("annotations") or {}).get(roll.RESTART_ANNOTATION)
     desired = cluster_steps.with_restart_token(cluster_specs.objects(cluster), token)
     paused = cluster.spec.paused
@@ -72,6 +75,9 @@ async def reconcile(ctx: Context, body: kopf.Body, patch: kopf.Patch, *, act: bo
         written = await cluster_steps.apply(ctx, body, desired)
         if written:
             resources.event(body, "Applied", "applied " + ", ".join(written))
+        dropped = await cluster_steps.drop_pod_monitor(ctx, cluster)
+        if dropped is not None:
+            resources.event(body, "Deleted", f"deleted {dropped}")
     found = await workloads.observe(ctx.kube, cluster.namespace, cluster.name)
     wanted_topics, wanted_groups = await _metadata(ctx.kube, cluster.namespace, cluster.name)
     address = ctx.address_of(cluster.name, cluster.namespace, cluster.spec.name_servers.replicas)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import kopf
 
@@ -27,9 +27,11 @@ from rocketkube.operator.handlers import brokers, resources, workloads
 from rocketkube.operator.handlers.context import Context
 from rocketkube.operator.kube.client import Obj
 from rocketkube.operator.plans import roll, scale_in, scale_out
-from rocketkube.operator.specs import base
+from rocketkube.operator.specs import base, monitoring
 
-__all__ = ["Plans", "act", "apply", "with_restart_token"]
+__all__ = ["POD_MONITOR", "Plans", "act", "apply", "drop_pod_monitor", "with_restart_token"]
+
+POD_MONITOR: Final = (monitoring.API_VERSION, monitoring.KIND)
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,18 @@ async def apply(ctx: Context, body: kopf.Body, objects: Sequence[Obj]) -> list[s
         if changed:
             written.append(f"{owned['kind']} {owned['metadata']['name']}")
     return written
+
+
+async def drop_pod_monitor(ctx: Context, cluster: base.Cluster) -> str | None:
+    """Delete the cluster's PodMonitor once it is no longer wanted (metrics turned off);
+    what was deleted (None: nothing)."""
+    if not cluster.pod_monitors or cluster.scraped_by_pod_monitor:
+        return None
+    name = names.pod_monitor(cluster.name)
+    if await ctx.kube.get(*POD_MONITOR, cluster.namespace, name) is None:
+        return None
+    await ctx.kube.delete(*POD_MONITOR, cluster.namespace, name)
+    return f"{monitoring.KIND} {name}"
 
 
 async def act(

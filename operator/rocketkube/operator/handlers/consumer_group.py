@@ -5,7 +5,8 @@ every master of its cluster (production clusters run with
 ::
 
     cluster    missing or not Ready: the waiting condition; unmanaged: nothing touched
-    observe    every master's subscription groups; the masters the status last confirmed
+    observe    every master's entry for this group alone; the masters the status last
+               confirmed
     plan       plans.consumer_groups: create or update on each master, drift
     act        UPDATE_AND_CREATE_SUBSCRIPTIONGROUP where needed; drift is an Event
     lag        GET_CONSUME_STATS: unconsumed messages per topic on the cluster's brokers
@@ -49,7 +50,7 @@ async def reconcile(ctx: Context, body: kopf.Body, patch: kopf.Patch, *, retry: 
     async with brokers.connect(
         cluster.address(ctx), cluster.name, groups, ctx.timing.admin_timeout
     ) as admin:
-        inventories = await admin.inventories(range(groups))
+        inventories = await admin.group_inventories(range(groups), desired.name)
         confirmed = _confirmed(body, cluster.name, groups)
         plan = consumer_groups.plan(desired, cluster.name, groups, inventories, confirmed)
         for drift in plan.drift:

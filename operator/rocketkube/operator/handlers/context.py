@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # kopf and the Kubernetes client are the operator extra's: th
 __all__ = [
     "DEFAULT_TIMER_INTERVAL",
     "MEMO_KEY",
+    "TIME_FORMAT",
     "AddressOf",
     "Context",
     "Timing",
@@ -33,6 +34,8 @@ __all__ = [
 ]
 
 DEFAULT_TIMER_INTERVAL: Final = 10.0
+TIME_FORMAT: Final = "%Y-%m-%dT%H:%M:%SZ"
+"""How Kubernetes writes a time in a status (RFC 3339, seconds, ``Z``)."""
 MEMO_KEY: Final = "rocketkube"
 
 AddressOf = Callable[[str, str, int], str]
@@ -60,7 +63,7 @@ def overridden_address(overrides: Mapping[str, str]) -> AddressOf:
 
 def utc_now() -> str:
     """The time as Kubernetes writes it (RFC 3339, seconds, ``Z``)."""
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.now(dt.UTC).strftime(TIME_FORMAT)
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,9 @@ class Timing:
     """The longest delay between retries of a failing API call."""
     admin_timeout: float = 3.0
     """Seconds each admin request to a name server or broker may take."""
+    status_refresh: float = 60.0
+    """Seconds before a Topic's or ConsumerGroup's ``lastChecked`` is written again while
+    nothing else in its status changes."""
 
     def backoff(self, retry: int) -> float:
         """The delay before retry number ``retry`` (0, 1, ...) of a failing call."""

@@ -80,10 +80,13 @@ def finish(
     retry: bool,
     status: dict[str, Any],
 ) -> None:
-    """Write the status; with ``retry`` (a change handler), ask kopf to call again unless
-    the resource is Ready, unmanaged, or only waits on a spec the user must fix."""
-    patch.status["conditions"] = resources.report_conditions(body, values, now=ctx.now())
-    for key, value in status.items():
+    """Write what changed in the status (``lastChecked`` at most once per
+    ``status_refresh`` seconds while nothing else does); with ``retry`` (a change
+    handler), ask kopf to call again unless the resource is Ready, unmanaged, or only
+    waits on a spec the user must fix."""
+    wanted = {"conditions": resources.report_conditions(body, values, now=ctx.now()), **status}
+    changes = resources.status_changes(body, wanted, refresh=ctx.timing.status_refresh)
+    for key, value in changes.items():
         patch.status[key] = value
     ready = next(value for value in values if value.type is ConditionType.READY)
     if not retry or ready.status is not False:

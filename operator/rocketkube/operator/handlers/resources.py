@@ -1,6 +1,11 @@
 """Reading the operator's resources as kopf hands them over, and writing back what the
 handlers found: the models, their status conditions, Events.
 
+A pass writes only the status entries that changed (:func:`status_changes`): a timer
+pass over a Topic or ConsumerGroup that finds everything as it was writes nothing, but
+``lastChecked`` once its recorded time is ``refresh`` seconds old, so a thousand quiet
+resources cost no write per tick.
+
 A body that the CRD's schema let through but the models refuse is a
 :class:`~rocketkube.operator.specs.base.InvalidSpec`, as one the specs cannot render.
 """
@@ -8,7 +13,9 @@ A body that the CRD's schema let through but the models refuse is a
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import logging
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar, cast
 
@@ -17,10 +24,12 @@ import pydantic
 
 from rocketkube.operator.api import models
 from rocketkube.operator.api.conditions import ConditionType, Reason
+from rocketkube.operator.handlers import context
 from rocketkube.operator.plans import report
 from rocketkube.operator.specs import base
 
 __all__ = [
+    "LAST_CHECKED",
     "WARNING",
     "conditions_of",
     "dumped",
@@ -29,12 +38,15 @@ __all__ = [
     "report_conditions",
     "report_invalid",
     "snapshot",
+    "status_changes",
 ]
 
 log = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=pydantic.BaseModel)
 WARNING = "Warning"
+LAST_CHECKED = "lastChecked"
+"""A status entry holding when a pass last looked (Kubernetes' time format)."""
 
 
 def snapshot(body: kopf.Body) -> kopf.Body:
@@ -100,3 +112,30 @@ def report_invalid(
     patch.status["conditions"] = report_conditions(body, [value], now=now)
     if announce:
         event(body, str(Reason.INVALID_SPEC), problem, WARNING)
+
+
+def status_changes(
+    body: Mapping[str, Any], wanted: Mapping[str, Any], *, refresh: float
+) -> dict[str, Any]:
+    """The entries of ``wanted`` the resource's status does not already hold, as a merge
+    patch of the status. :data:`LAST_CHECKED` goes in only along with another change, or
+    once the recorded time is ``refresh`` seconds older than the wanted one."""
+    current = body.get("status") or {}
+    out = {key: value for key, value in wanted.items()
+           if key != LAST_CHECKED and current.get(key) != value}  # fmt: skip
+    checked = wanted.get(LAST_CHECKED)
+    if checked is not None and (
+        out or _seconds_between(current.get(LAST_CHECKED), checked) >= refresh
+    ):
+        out[LAST_CHECKED] = checked
+    return out
+
+
+def _seconds_between(earlier: Any, later: str) -> float:
+    """Seconds from ``earlier`` to ``later`` (infinite when ``earlier`` is not a time)."""
+    try:
+        start = dt.datetime.strptime(str(earlier), context.TIME_FORMAT)
+        end = dt.datetime.strptime(later, context.TIME_FORMAT)
+    except ValueError:
+        return math.inf
+    return (end - start).total_seconds()

@@ -103,6 +103,18 @@ class Kube:
             raise
         return found
 
+    async def serves(self, api_version: str, kind: str) -> bool:
+        """Whether the API server serves ``kind`` of ``api_version`` (a CRD installed);
+        any answer but the list or a 404 raises :class:`ApiError`, so a flaky server
+        never reads as "not served"."""
+        try:
+            found = await self._call("GET", paths.group_version(api_version))
+        except ApiError as exc:
+            if exc.not_found:
+                return False
+            raise
+        return any(resource.get("kind") == kind for resource in found.get("resources") or ())
+
     async def list(
         self, api_version: str, kind: str, namespace: str | None, labels: Mapping[str, str]
     ) -> list[Obj]:

@@ -1,7 +1,8 @@
 """REST paths of the kinds the operator reads and writes.
 
 A static table instead of API discovery: the operator knows every kind it touches, and a
-table costs no round trip and no cache file.
+table costs no round trip and no cache file. Discovery answers only whether an optional
+kind (the Prometheus operator's PodMonitor) is served at all.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from urllib.parse import quote
 
 from rocketkube.operator.api import models
 
-__all__ = ["PLURALS", "collection", "item"]
+__all__ = ["PLURALS", "collection", "group_version", "item"]
 
 PLURALS: Final[dict[tuple[str, str], str]] = {
     ("v1", "Pod"): "pods",
@@ -25,12 +26,18 @@ PLURALS: Final[dict[tuple[str, str], str]] = {
     (f"{models.GROUP}/{models.VERSION}", "BrokerCluster"): "brokerclusters",
     (f"{models.GROUP}/{models.VERSION}", "Topic"): "topics",
     (f"{models.GROUP}/{models.VERSION}", "ConsumerGroup"): "consumergroups",
+    ("monitoring.coreos.com/v1", "PodMonitor"): "podmonitors",
 }
 _CLUSTER_SCOPED: Final = frozenset({("v1", "Namespace")})
 
 
 def _prefix(api_version: str) -> str:
     return "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+
+
+def group_version(api_version: str) -> str:
+    """The discovery path of ``api_version``: the kinds it serves."""
+    return _prefix(api_version)
 
 
 def collection(api_version: str, kind: str, namespace: str | None) -> str:

@@ -13,8 +13,10 @@ Every name comes from ``api.names``.
 - ``statefulsets``  the name servers' StatefulSet and one per broker group
 - ``services``      headless Services (stable pod DNS names; the group's for clients)
 - ``budgets``       PodDisruptionBudgets (one pod at a time per group, and name servers)
+- ``monitoring``    the PodMonitor scraping every pod (when PodMonitors are served)
 - ``cluster``       every object of a cluster, in the order to apply them
 
-What the builders do not decide: ``paused`` (the handlers stop applying), ``deleteClaim``
-(the handlers delete a removed group's claims), the order of a roll (``plans``).
+What the builders do not decide: ``paused`` (the handlers stop applying), the order of a
+roll (``plans``). ``deleteClaim`` is rendered as the broker StatefulSets' claim retention
+policy (``statefulsets``); scale-in also deletes a removed group's claims itself.
 """

@@ -43,15 +43,34 @@ class InvalidSpec(ValueError):
 
 @dataclass(frozen=True)
 class Cluster:
-    """A BrokerCluster: its ``metadata.name``, ``metadata.namespace`` and spec."""
+    """A BrokerCluster: its ``metadata.name``, ``metadata.namespace`` and spec; and what
+    the API server it runs on offers, where that changes what is rendered."""
 
     name: str
     namespace: str
     spec: models.BrokerClusterSpec
+    pod_monitors: bool = False
+    """The API server serves ``monitoring.coreos.com/v1`` PodMonitors (the Prometheus
+    operator's): with metrics on, a PodMonitor has the pods scraped, not annotations."""
 
     @classmethod
-    def of(cls, resource: models.BrokerCluster, name: str, namespace: str) -> Cluster:
-        return cls(name=name, namespace=namespace, spec=resource.spec)
+    def of(
+        cls,
+        resource: models.BrokerCluster,
+        name: str,
+        namespace: str,
+        *,
+        pod_monitors: bool = False,
+    ) -> Cluster:
+        return cls(name=name, namespace=namespace, spec=resource.spec, pod_monitors=pod_monitors)
+
+    @property
+    def scraped_by_pod_monitor(self) -> bool:
+        return self.spec.metrics.enabled and self.pod_monitors
+
+    @property
+    def scraped_by_annotations(self) -> bool:
+        return self.spec.metrics.enabled and not self.pod_monitors
 
 
 def metadata(cluster: Cluster, name: str, labels: Mapping[str, str]) -> Manifest:

@@ -4,8 +4,8 @@ What goes in, later entries winning::
 
     labels        the user's (spec...template.labels), then the operator's (names.labels:
                   the selector's keys among them, so a user label never unselects a pod)
-    annotations   the user's, then Prometheus' (metrics on: prometheus.io/scrape, port,
-                  path), then rocketkube.io/template-hash
+    annotations   the user's, then Prometheus' (metrics on and no PodMonitors served:
+                  prometheus.io/scrape, port, path), then rocketkube.io/template-hash
     spec          the container, its volumes, terminationGracePeriodSeconds, then the
                   user's scheduling: affinity (by default: prefer spreading a group's
                   pods, or the name servers, over nodes), tolerations, nodeSelector,
@@ -18,7 +18,9 @@ and of the config file its pods mount, first 16 hex digits. A running pod whose 
 differs from its StatefulSet's runs something else (an image, resources, properties,
 overrides): the operator rolls it. The config file takes part because a pod reads it only
 when it starts; so does ``namesrvAddr`` in it, which a running broker cannot change:
-scaling the name servers rolls the brokers; restarting one does not.
+scaling the name servers rolls the brokers; restarting one does not. So does the way
+Prometheus finds the pods: the annotations go when PodMonitors become available (the
+Prometheus operator installed), and the pods roll once to show what their template says.
 """
 
 from __future__ import annotations
@@ -88,12 +90,12 @@ def template_hash(rendered: base.Manifest, config: Mapping[str, str]) -> str:
 
 
 def _metrics_annotations(cluster: base.Cluster, port: int) -> dict[str, str]:
-    if not cluster.spec.metrics.enabled:
+    if not cluster.scraped_by_annotations:
         return {}
     return {
         "prometheus.io/scrape": "true",
         "prometheus.io/port": str(port),
-        "prometheus.io/path": "/metrics",
+        "prometheus.io/path": names.METRICS_PATH,
     }
 
 

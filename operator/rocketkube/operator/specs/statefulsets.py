@@ -9,15 +9,19 @@ a time, each once the previous is ready and caught up, which no StatefulSet stra
 does. A broker gets 60 s to stop: time to flush and close its store cleanly.
 
 A group's pods claim their store from ``spec.brokers.storage`` (one ReadWriteOnce claim
-each, ``store-<pod>``); whether claims go with a removed group is the handlers' call
-(``deleteClaim``), so the claim retention policy stays Kubernetes' default (retain).
+each, ``store-<pod>``). Whether the claims go with their StatefulSet is ``deleteClaim``,
+as Kubernetes' own ``persistentVolumeClaimRetentionPolicy`` (beta and on by default
+since 1.27, GA in 1.32): ``whenDeleted: Delete`` with it, ``Retain`` without, so the
+StatefulSet controller removes them when the set goes, whether scale-in removes the group
+or the whole cluster is deleted; ``whenScaled`` is always ``Retain`` (a slave removed by
+fewer ``replicasPerGroup`` keeps its store, to come back to).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from rocketkube.operator.api import names
+from rocketkube.operator.api import models, names
 from rocketkube.operator.specs import base, config, containers, pods
 
 __all__ = ["BROKER_GRACE_SECONDS", "broker_statefulset", "namesrv_statefulset"]
@@ -57,6 +61,7 @@ def broker_statefulset(cluster: base.Cluster, group: int) -> base.Manifest:
     spec = _spec(cluster, name, brokers.replicas_per_group, parts)
     spec["updateStrategy"] = {"type": "OnDelete"}
     spec["volumeClaimTemplates"] = [_store_claim(cluster, group)]
+    spec["persistentVolumeClaimRetentionPolicy"] = _retention(brokers.storage)
     return _statefulset(cluster, name, parts, spec)
 
 
@@ -86,6 +91,10 @@ def _statefulset(
 
 def _config_volume(config_map: str) -> base.Manifest:
     return {"name": containers.CONFIG_VOLUME, "configMap": {"name": config_map}}
+
+
+def _retention(storage: models.StorageSpec) -> base.Manifest:
+    return {"whenDeleted": "Delete" if storage.delete_claim else "Retain", "whenScaled": "Retain"}
 
 
 def _store_claim(cluster: base.Cluster, group: int) -> base.Manifest:
