@@ -7,8 +7,8 @@ schemas): every node has a ``type`` (or ``x-kubernetes-int-or-string`` /
 without ``properties``. This module does that rewriting, so the models stay the only
 place a field is described:
 
-- ``$ref`` to ``$defs`` inlined; ``title`` dropped; ``description`` kept for ``kubectl
-  explain``, with reST's double backquotes made single
+- ``$ref`` to ``$defs`` inlined; ``title`` dropped; ``description`` kept, on one line, for
+  ``kubectl explain``, with reST's double backquotes made single
 - ``anyOf: [X, {type: null}]`` -> ``X`` + ``nullable: true``; ``default: null`` dropped
 - ``additionalProperties: false`` dropped (the server prunes unknown fields anyway);
   ``true`` on a preserve-unknown-fields object dropped
@@ -46,7 +46,8 @@ def _clean(node: Schema, defs: dict[str, Schema]) -> Schema:
     node.pop("$defs", None)
     node.pop("title", None)
     if "description" in node:
-        node["description"] = node["description"].replace("``", "`")
+        # one line per field for ``kubectl explain``: docstrings wrap at 100 columns
+        node["description"] = " ".join(node["description"].replace("``", "`").split())
     any_of = node.get("anyOf")
     if any_of is not None and not node.get("x-kubernetes-int-or-string"):
         kept = [choice for choice in any_of if choice.get("type") != "null"]
