@@ -56,7 +56,7 @@ async def sent(namesrv: NamesrvApp, routed_topic: str) -> set[str]:
 
 def test_by_sql_checks_the_syntax_before_anything_is_sent() -> None:
     with pytest.raises(Sql92SyntaxError, match="at line 1, column 6"):
-        MessageSelector.by_sql("a IS TRUE")
+        MessageSelector.by_sql("a IS 'x'")
     with pytest.raises(Sql92SyntaxError):
         MessageSelector.by_sql("")
     assert MessageSelector.by_sql(SQL) == MessageSelector("SQL92", SQL)
