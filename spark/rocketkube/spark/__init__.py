@@ -1,4 +1,4 @@
-"""rocketkube's Spark data source: RocketMQ topics as DataFrames (batch read and write).
+"""rocketkube's Spark data source: RocketMQ topics as DataFrames (batch and streaming).
 
 Install with ``pip install 'rocketkube[spark]'``, then::
 
@@ -13,7 +13,10 @@ Modules (pure ones first):
 - :mod:`.options`: the options, parsed and checked at planning.
 - :mod:`.schema`: the row schema and a message's row.
 - :mod:`.offsets`: queue offset ranges planned and split into partitions.
+- :mod:`.stream_offsets`: a stream's offsets as JSON, admission control, its batches' ranges.
+- :mod:`.lookups`: what planning asks the cluster (topics, queue bounds, group offsets).
 - :mod:`.reader`: the batch reader (plans through the admin API, pulls in executors).
+- :mod:`.stream_reader`: the streaming reader (micro-batches, AvailableNow, group commits).
 - :mod:`.writer`: the batch writer (the SDK's producer, batched).
 - :mod:`.source`: the data source Spark instantiates.
 

@@ -2,7 +2,8 @@
 
 Spark builds it from the query's options wherever it plans the query; the options are
 checked there (:mod:`.options`), so a bad one fails the query before any task runs. Reads are
-planned and run by :mod:`.reader`, writes by :mod:`.writer`. Batch only, for now.
+planned and run by :mod:`.reader` (streaming reads by :mod:`.stream_reader`), writes by
+:mod:`.writer`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from rocketkube.spark import options, reader, schema, writer
+from rocketkube.spark import options, reader, schema, stream_reader, writer
 
 __all__ = ["RocketMQDataSource"]
 
@@ -27,6 +28,9 @@ class RocketMQDataSource(DataSource):
 
     def reader(self, schema: StructType) -> reader.BatchReader:
         return reader.BatchReader(options.parse_read_options(self.options))
+
+    def streamReader(self, schema: StructType) -> stream_reader.StreamReader:
+        return stream_reader.StreamReader(options.parse_read_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> writer.BatchWriter:
         if overwrite:
