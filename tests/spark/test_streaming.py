@@ -156,3 +156,45 @@ def test_progress_is_committed_to_the_consumer_group(
     assert sorted(bytes(r.body) for r in rows_in(spark, tmp_path / "again")) == sorted(later)
     queue = MessageQueue(topic, cluster.broker_name, 0)
     assert admin.run(lambda a: a.consumer_offset(group, queue)) == 5
+
+
+def test_a_stream_into_another_topic_reads_back_equal_and_marked(
+    spark: SparkSession, cluster: Cluster, create_topic: CreateTopic, tmp_path: Path
+) -> None:
+    source, copy = create_topic(2), create_topic(2)
+    sent = fill(cluster, source, range(2), 5, "s")
+    query = (
+        spark.readStream.format("rocketmq")
+        .option("namesrvAddr", cluster.namesrv)
+        .option("topic", source)
+        .option("startingOffsets", "earliest")
+        .option("maxMessagesPerTrigger", "6")
+        .load()
+        .writeStream.format("rocketmq")
+        .option("namesrvAddr", cluster.namesrv)
+        .option("topic", copy)
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    assert query.exception() is None
+
+    def content(topic: str) -> list[Any]:
+        return (
+            spark.read.format("rocketmq")
+            .option("namesrvAddr", cluster.namesrv)
+            .option("topic", topic)
+            .load()
+            .collect()
+        )
+
+    copied = content(copy)
+    assert sorted((bytes(r.body), r.tags) for r in copied) == sorted((b, "s") for b in sent)
+    marks = [
+        (r.properties["SPARK_QUERY"], r.properties["SPARK_BATCH"], r.properties["SPARK_ROW"])
+        for r in copied
+    ]
+    assert {query_id for query_id, _, _ in marks} == {query.id}
+    assert sorted({batch for _, batch, _ in marks}) == ["0", "1"]
+    assert len(set(marks)) == len(sent)

@@ -110,7 +110,14 @@ _COMMON_READ_NAMES: Final = (
 )
 _BATCH_ONLY: Final = ("endingOffsets", "endingTimestamp")
 _STREAMING_ONLY: Final = ("maxMessagesPerTrigger",)
-_WRITE_NAMES: Final = ("namesrvAddr", "topic", "producerGroup", "writeBatchSize")
+#: ``checkpointLocation`` is Spark's own, handed to a streaming sink with its options.
+_WRITE_NAMES: Final = (
+    "namesrvAddr",
+    "topic",
+    "producerGroup",
+    "writeBatchSize",
+    "checkpointLocation",
+)
 
 
 class OptionError(ValueError):

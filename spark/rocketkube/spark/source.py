@@ -8,10 +8,13 @@ planned and run by :mod:`.reader` (streaming reads by :mod:`.stream_reader`), wr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from rocketkube.spark import options, reader, schema, stream_reader, writer
+from rocketkube.spark import options, reader, schema, stream_reader
+from rocketkube.spark import writer as writers
 
 __all__ = ["RocketMQDataSource"]
 
@@ -32,11 +35,22 @@ class RocketMQDataSource(DataSource):
     def streamReader(self, schema: StructType) -> stream_reader.StreamReader:
         return stream_reader.StreamReader(options.parse_read_options(self.options, streaming=True))
 
-    def writer(self, schema: StructType, overwrite: bool) -> writer.BatchWriter:
+    def writer(self, schema: StructType, overwrite: bool) -> writers.BatchWriter:
         if overwrite:
-            raise writer.SchemaError(
+            raise writers.SchemaError(
                 'rocketmq write: a topic cannot be overwritten, only appended to (mode("append"))'
             )
-        parsed = options.parse_write_options(self.options)
-        writer.check_schema(schema, parsed)
-        return writer.BatchWriter(parsed)
+        return writers.BatchWriter(_write_options(self.options, schema))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> writers.StreamWriter:
+        if overwrite:
+            raise writers.SchemaError(
+                'rocketmq write: a topic is only appended to (outputMode("append"))'
+            )
+        return writers.StreamWriter(_write_options(self.options, schema))
+
+
+def _write_options(given: Mapping[str, str], schema: StructType) -> options.WriteOptions:
+    parsed = options.parse_write_options(given)
+    writers.check_schema(schema, parsed)
+    return parsed
