@@ -18,17 +18,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import Final
 
+import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from rocketkube.client import sync
 from rocketkube.client.pull import PullResult, PullStatus
 from rocketkube.client.routing import MessageQueue
+from rocketkube.common.message.model import MessageExt
 from rocketkube.common.protocol import route as rt
 from rocketkube.spark import lookups, offsets, schema
 from rocketkube.spark import options as opts
 
-__all__ = ["BatchReader", "ReadError", "read_range"]
+__all__ = ["BATCH_ROWS", "BatchReader", "ReadError", "read_batches", "read_messages"]
+
+#: Rows per Arrow batch handed to Spark.
+BATCH_ROWS: Final = 4096
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +65,11 @@ class BatchReader(DataSourceReader):
             )
         return [InputPartition(r) for r in ranges]
 
-    def read(self, partition: InputPartition) -> Iterator[schema.Row]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of the partition's range (Spark sends ``None`` when there is none)."""
         if partition.value is not None:
             window = offsets.time_window(self.options.starting, self.options.ending)
-            yield from read_range(self.options, partition.value, window)
+            yield from read_batches(self.options, partition.value, window)
 
 
 def read_address(route: rt.TopicRouteData, topic: str, broker_name: str, from_slave: bool) -> str:
@@ -79,10 +85,24 @@ def read_address(route: rt.TopicRouteData, topic: str, broker_name: str, from_sl
     raise ReadError(f"broker {broker_name} is not in the route of {topic}")
 
 
-def read_range(
+def read_batches(
     options: opts.ReadOptions, piece: offsets.OffsetRange, window: tuple[int, int]
-) -> Iterator[schema.Row]:
-    """Pull ``piece`` from its broker and yield its rows, in offset order, keeping those
+) -> Iterator[pa.RecordBatch]:
+    """The rows of :func:`read_messages` as Arrow batches of up to :data:`BATCH_ROWS`."""
+    pending: list[MessageExt] = []
+    for message in read_messages(options, piece, window):
+        pending.append(message)
+        if len(pending) >= BATCH_ROWS:
+            yield schema.record_batch(pending, piece.broker_name)
+            pending = []
+    if pending:
+        yield schema.record_batch(pending, piece.broker_name)
+
+
+def read_messages(
+    options: opts.ReadOptions, piece: offsets.OffsetRange, window: tuple[int, int]
+) -> Iterator[MessageExt]:
+    """Pull ``piece`` from its broker and yield its messages, in offset order, keeping those
     stored in ``window`` (``[low, high)`` epoch ms)."""
     queue = MessageQueue(piece.topic, piece.broker_name, piece.queue_id)
     low, high = window
@@ -96,7 +116,7 @@ def read_range(
             for message in result.messages:
                 in_range = offset <= message.queue_offset < piece.end
                 if in_range and low <= message.store_timestamp < high:
-                    yield schema.message_row(message, piece.broker_name)
+                    yield message
             offset = _next_offset(result, offset, piece, addr, options.fail_on_data_loss)
 
 

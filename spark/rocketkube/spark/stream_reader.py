@@ -32,6 +32,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -40,7 +41,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from rocketkube.spark import lookups, offsets, reader, schema, stream_offsets
+from rocketkube.spark import lookups, offsets, reader, stream_offsets
 from rocketkube.spark import options as opts
 
 __all__ = ["StreamReader"]
@@ -104,9 +105,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
         return [InputPartition(piece) for piece in pieces]
 
-    def read(self, partition: InputPartition) -> Iterator[schema.Row]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if partition.value is not None:
-            yield from reader.read_range(self.options, partition.value, _ALL_TIMES)
+            yield from reader.read_batches(self.options, partition.value, _ALL_TIMES)
 
     def commit(self, end: dict[str, Any]) -> None:
         group = self.options.consumer_group
