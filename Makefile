@@ -8,6 +8,7 @@ NODE_DIR := tests/interop/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed-stamp
 
 .PHONY: install lint test pytest run clean crds sandbox bench-operator dashboards prometheus
+.PHONY: bench-spark
 
 # uv resolves and installs in seconds what pip takes minutes for; pip when uv cannot run.
 # The install compiles the C accelerators (hatch_build.py), so a changed .pyx reinstalls.
@@ -59,6 +60,12 @@ sandbox: install
 # `make bench-operator BENCH_ARGS='--topics 100 --json'`
 bench-operator: install
 	$(PY) tests/support/bench_operator.py $(BENCH_ARGS)
+
+# Figures of the Spark data source on local[2] (not a test: it prints numbers): batch read of
+# 1,000,000 100-byte messages beside the same rows from Parquet, and the archive job.
+# `make bench-spark BENCH_ARGS='--messages 100000 --json'`
+bench-spark: install
+	PYTHONPATH=tests/support $(PY) tests/spark/bench_spark.py $(BENCH_ARGS)
 
 # Grafana dashboards as code (tools/dashboards): the JSON the Helm chart ships; a test fails
 # when stale. The monitoring tests need Debian's prometheus (prometheus and promtool): installed

@@ -398,3 +398,21 @@ def test_a_task_that_cannot_send_fails_the_write_with_the_reason(
     no_body = registered.createDataFrame([("x",)], "text string")
     with pytest.raises(PySparkException, match="the DataFrame needs a body column"):
         no_body.write.format("rocketmq").option("topic", topic).mode("append").save()
+
+
+def test_a_topic_pattern_reads_every_matching_topic(
+    registered: SparkSession, cluster: Cluster, create_topic: CreateTopic
+) -> None:
+    first, second, other = create_topic(1), create_topic(1), create_topic(1)
+    frame = registered.createDataFrame(
+        [(first, b"1"), (second, b"2"), (other, b"3")], "topic string, body binary"
+    )
+    frame.write.format("rocketmq").option("namesrvAddr", cluster.namesrv).mode("append").save()
+    rows = (
+        registered.read.format("rocketmq")
+        .option("namesrvAddr", cluster.namesrv)
+        .option("topicPattern", f"{first}|{second}")
+        .load()
+        .collect()
+    )
+    assert sorted((r.topic, bytes(r.body)) for r in rows) == sorted([(first, b"1"), (second, b"2")])

@@ -75,6 +75,66 @@ def test_timestamps_win_over_offsets() -> None:
     assert parsed.ending == opts.AtTimestamp(1_700_000_060_000)
 
 
+def test_streaming_starts_at_the_latest_and_takes_its_own_options() -> None:
+    parsed = opts.parse_read_options({"topic": "T"}, streaming=True)
+    assert parsed.starting == opts.Latest()
+    assert parsed.max_messages_per_trigger is None
+    assert parsed.fail_on_data_loss is True
+    parsed = opts.parse_read_options(
+        {
+            "topicPattern": "Orders_.*",
+            "startingOffsets": "committed",
+            "consumerGroup": " etl ",
+            "maxMessagesPerTrigger": "500",
+            "failOnDataLoss": "false",
+        },
+        streaming=True,
+    )
+    assert parsed.topics == ()
+    assert parsed.topic_pattern == "Orders_.*"
+    assert parsed.starting == opts.Committed()
+    assert parsed.consumer_group == "etl"
+    assert parsed.max_messages_per_trigger == 500
+    assert parsed.fail_on_data_loss is False
+    json_start = opts.parse_read_options(
+        {"topic": "T", "startingOffsets": '{"T": {"b": {"0": 3}}}'}, streaming=True
+    )
+    assert json_start.starting == opts.PerQueue({opts.QueueKey("T", "b", 0): 3}, opts.Latest())
+
+
+def test_a_pattern_matches_whole_names_and_never_system_topics() -> None:
+    parsed = opts.parse_read_options({"topicPattern": "Orders.*|%RETRY%.*|TBW102"})
+    assert parsed.reads("Orders")
+    assert parsed.reads("Orders_eu")
+    assert not parsed.reads("MyOrders")
+    assert not parsed.reads("%RETRY%group")
+    assert not parsed.reads("TBW102")
+    named = opts.parse_read_options({"topic": "A,B"})
+    assert named.reads("B")
+    assert not named.reads("C")
+
+
+@pytest.mark.parametrize(
+    ("options", "option", "accepted"),
+    [
+        ({"topic": "T", "endingOffsets": "latest"}, "endingOffsets", "batch reads only"),
+        ({"topic": "T", "endingTimestamp": "5"}, "endingTimestamp", "batch reads only"),
+        (
+            {"topic": "T", "startingOffsets": "now"},
+            "startingOffsets",
+            "latest, earliest, committed",
+        ),
+        ({"topic": "T", "maxMessagesPerTrigger": "0"}, "maxMessagesPerTrigger", "from 1"),
+    ],
+)
+def test_a_bad_streaming_option_is_named(
+    options: dict[str, str], option: str, accepted: str
+) -> None:
+    with pytest.raises(opts.OptionError, match=f"rocketmq option {option}: ") as caught:
+        opts.parse_read_options(options, streaming=True)
+    assert accepted in str(caught.value)
+
+
 def test_write_options() -> None:
     assert opts.parse_write_options({}) == opts.WriteOptions("127.0.0.1:9876")
     parsed = opts.parse_write_options(
@@ -88,7 +148,18 @@ def test_write_options() -> None:
     [
         ({}, "topic", "a topic name or a comma-separated list"),
         ({"topic": " , "}, "topic", "a topic name or a comma-separated list"),
-        ({"topic": "T", "startingOffsets": "latest"}, "startingOffsets", "earliest or JSON"),
+        ({"topic": "T", "startingOffsets": "latest"}, "startingOffsets", "earliest, committed or"),
+        ({"topic": "T", "startingOffsets": "committed"}, "startingOffsets", "with consumerGroup"),
+        ({"topic": "T", "topicPattern": "T.*"}, "topicPattern", "no topic option beside it"),
+        ({"topicPattern": "(unclosed"}, "topicPattern", "a Python regular expression"),
+        (
+            {"topicPattern": "A.*", "endingOffsets": '{"B": {"b": {"0": 1}}}'},
+            "endingOffsets",
+            "(A.*)",
+        ),
+        ({"topic": "T", "consumerGroup": " "}, "consumerGroup", "a consumer group name"),
+        ({"topic": "T", "failOnDataLoss": "no"}, "failOnDataLoss", "true or false"),
+        ({"topic": "T", "maxMessagesPerTrigger": "9"}, "maxMessagesPerTrigger", "streaming reads"),
         ({"topic": "T", "endingOffsets": "earliest"}, "endingOffsets", "latest or JSON"),
         ({"topic": "T", "startingOffsets": "{not json"}, "startingOffsets", "JSON per topic"),
         ({"topic": "T", "startingOffsets": '{"T": {"b": {"x": 1}}}'}, "startingOffsets", "JSON"),

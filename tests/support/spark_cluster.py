@@ -12,9 +12,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocketkube.client import Message, sync
 from rocketkube.client.bench.local_cluster import local_broker, local_namesrv
+from rocketkube.client.routing import MessageQueue
 
-__all__ = ["Cluster", "CreateTopic", "child_cluster"]
+__all__ = ["Cluster", "CreateTopic", "child_cluster", "fill"]
 
 #: ``create_topic(queues=4) -> name``: a fresh routed topic on the session's broker.
 CreateTopic = Callable[..., str]
@@ -42,3 +44,17 @@ def child_cluster(root: Path) -> Iterator[Cluster]:
             yield Cluster(namesrv, "bench-async")
         finally:
             runner.run(stack.aclose())
+
+
+def fill(cluster: Cluster, topic: str, queues: range, per_queue: int, tag: str) -> list[bytes]:
+    """Send ``per_queue`` messages to each of ``queues`` (one batch each), bodies
+    ``<tag>-<queue>-<n>`` with the tag as their tags; returns the bodies sent."""
+    bodies: list[bytes] = []
+    with sync.Producer("SparkTestFiller", cluster.namesrv) as producer:
+        for queue_id in queues:
+            batch = [Message(topic, f"{tag}-{queue_id}-{n}".encode()) for n in range(per_queue)]
+            for message in batch:
+                message.tags = tag
+            producer.send_batch(batch, queue=MessageQueue(topic, cluster.broker_name, queue_id))
+            bodies += [message.body for message in batch]
+    return bodies

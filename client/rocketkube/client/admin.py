@@ -580,6 +580,33 @@ class AdminClient(AdminBase):
         response = await self._invoke(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext)
         return ph.SearchOffsetResponseHeader.decode(response.ext_fields).offset
 
+    async def consumer_offset(
+        self, group: str, queue: MessageQueue, *, broker_addr: str | None = None
+    ) -> int | None:
+        """QUERY_CONSUMER_OFFSET (14): ``group``'s committed offset of ``queue`` on its
+        broker (the next offset to consume), ``None`` when the group never committed one."""
+        ext = ph.QueryConsumerOffsetRequestHeader(
+            consumer_group=group, topic=queue.topic, queue_id=queue.queue_id
+        ).encode()
+        addr = await self._queue_addr(queue, broker_addr)
+        allow = frozenset({ResponseCode.QUERY_NOT_FOUND})
+        response = await self._invoke(addr, RequestCode.QUERY_CONSUMER_OFFSET, ext, allow=allow)
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            return None
+        return ph.QueryConsumerOffsetResponseHeader.decode(response.ext_fields).offset
+
+    async def update_consumer_offset(
+        self, group: str, queue: MessageQueue, offset: int, *, broker_addr: str | None = None
+    ) -> None:
+        """UPDATE_CONSUMER_OFFSET (15): commit ``offset`` (the next to consume) as ``group``'s
+        offset of ``queue``, as a consumer does; lag and ``consumerProgress`` then count
+        from it."""
+        ext = ph.UpdateConsumerOffsetRequestHeader(
+            consumer_group=group, topic=queue.topic, queue_id=queue.queue_id, commit_offset=offset
+        ).encode()
+        addr = await self._queue_addr(queue, broker_addr)
+        await self._invoke(addr, RequestCode.UPDATE_CONSUMER_OFFSET, ext)
+
     async def pull(
         self,
         queue: MessageQueue,

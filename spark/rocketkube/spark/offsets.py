@@ -9,8 +9,10 @@ plain frozen dataclasses that pickle to executors on any host (no sockets, loops
     queue bounds + startingOffsets/endingOffsets  --resolve_range-->  OffsetRange [start, end)
     OffsetRange  --split_range(max N)-->  [start, start+N), [start+N, start+2N), ...
 
-A start below the queue's first stored offset (removed by retention) or an end past its
-end fails the read at planning, naming the queue: Kafka's ``failOnDataLoss`` default.
+A start below the queue's first stored offset (removed by retention) is data loss: it fails
+the read at planning, naming the queue and the offsets (Kafka's ``failOnDataLoss`` default),
+or, given an ``on_loss`` callback (``failOnDataLoss=false``), is reported to it and the range
+starts at the first stored offset instead. An end past the queue's end always fails.
 
 By time, the broker answers with the message stored nearest the time (RocketMQ's
 SEARCH_OFFSET_BY_TIMESTAMP), which is the first one stored at or after it or the one just
@@ -29,13 +31,19 @@ from rocketkube.spark import options as opts
 
 __all__ = [
     "NO_END_MS",
+    "CommittedLookup",
     "OffsetRange",
+    "OnLoss",
     "PlanningError",
     "QueueBounds",
+    "clip_start",
+    "lost_message",
     "plan",
     "resolve_range",
     "split_range",
+    "start_offset",
     "time_window",
+    "where",
 ]
 
 
@@ -69,21 +77,40 @@ class OffsetRange:
 
 #: ``search(queue, timestamp_ms) -> offset`` (SEARCH_OFFSET_BY_TIMESTAMP).
 Search = Callable[[opts.QueueKey, int], int]
+#: ``committed(queue) -> offset`` of the ``consumerGroup`` (QUERY_CONSUMER_OFFSET), ``None``
+#: when it has none.
+CommittedLookup = Callable[[opts.QueueKey], int | None]
+#: Told of each data loss (``failOnDataLoss=false``): a message naming queue and offsets.
+OnLoss = Callable[[str], None]
 
 
-def _offset(spec: opts.OffsetSpec, bounds: QueueBounds, search: Search, *, end: bool) -> int:
+def _no_committed(queue: opts.QueueKey) -> int | None:
+    raise AssertionError("startingOffsets=committed needs a lookup of committed offsets")
+
+
+def _offset(
+    spec: opts.OffsetSpec,
+    bounds: QueueBounds,
+    search: Search,
+    committed: CommittedLookup,
+    *,
+    end: bool,
+) -> int:
     match spec:
         case opts.Earliest():
             return bounds.min_offset
         case opts.Latest():
             return bounds.max_offset
+        case opts.Committed():
+            found = committed(bounds.queue)
+            return bounds.min_offset if found is None else found
         case opts.AtTimestamp(ms):
             found = search(bounds.queue, ms) + (1 if end else 0)
             return min(max(found, bounds.min_offset), bounds.max_offset)
         case opts.PerQueue(offsets, default):
             named = offsets.get(bounds.queue)
             if named is None:
-                return _offset(default, bounds, search, end=end)
+                return _offset(default, bounds, search, committed, end=end)
             if named == opts.EARLIEST:
                 return bounds.min_offset
             if named == opts.LATEST:
@@ -91,30 +118,61 @@ def _offset(spec: opts.OffsetSpec, bounds: QueueBounds, search: Search, *, end: 
             return named
 
 
-def _where(queue: opts.QueueKey) -> str:
+def start_offset(
+    spec: opts.OffsetSpec, bounds: QueueBounds, search: Search, committed: CommittedLookup
+) -> int:
+    """Where ``spec`` starts the queue, unchecked (it may be below the first stored offset)."""
+    return _offset(spec, bounds, search, committed, end=False)
+
+
+def where(queue: opts.QueueKey) -> str:
+    """A queue as messages name it: ``T broker-a queue 0``."""
     return f"{queue.topic} {queue.broker_name} queue {queue.queue_id}"
 
 
+def lost_message(queue: opts.QueueKey, start: int, min_offset: int) -> str:
+    """What a read says of offsets ``[start, min_offset)`` that retention removed."""
+    return (
+        f"startingOffsets {start} of {where(queue)} was removed: its first stored offset is "
+        f"{min_offset}, so offsets [{start}, {min_offset}) are lost (failOnDataLoss=false "
+        "skips them)"
+    )
+
+
+def clip_start(bounds: QueueBounds, start: int, on_loss: OnLoss | None) -> int:
+    """``start``, or the queue's first stored offset when retention removed ``start``
+    (then ``on_loss`` is told; without one, :class:`PlanningError` is raised)."""
+    if start >= bounds.min_offset:
+        return start
+    message = lost_message(bounds.queue, start, bounds.min_offset)
+    if on_loss is None:
+        raise PlanningError(message)
+    on_loss(message)
+    return bounds.min_offset
+
+
 def resolve_range(
-    bounds: QueueBounds, starting: opts.OffsetSpec, ending: opts.OffsetSpec, search: Search
+    bounds: QueueBounds,
+    starting: opts.OffsetSpec,
+    ending: opts.OffsetSpec,
+    search: Search,
+    *,
+    committed: CommittedLookup = _no_committed,
+    on_loss: OnLoss | None = None,
 ) -> OffsetRange:
     """The queue's range from the start and end options; raises :class:`PlanningError`
-    when they ask for offsets the queue does not hold, or end before they start."""
-    start = _offset(starting, bounds, search, end=False)
-    end = _offset(ending, bounds, search, end=True)
-    where = _where(bounds.queue)
-    if start < bounds.min_offset:
-        raise PlanningError(
-            f"startingOffsets {start} of {where} was removed: its first stored offset is "
-            f"{bounds.min_offset}"
-        )
+    when they ask for offsets the queue does not hold (but see ``on_loss``), or end before
+    they start."""
+    start = _offset(starting, bounds, search, committed, end=False)
+    end = _offset(ending, bounds, search, committed, end=True)
+    queue = bounds.queue
+    start = clip_start(bounds, start, on_loss)
     if end > bounds.max_offset:
         raise PlanningError(
-            f"endingOffsets {end} of {where} is past its end, offset {bounds.max_offset}"
+            f"endingOffsets {end} of {where(queue)} is past its end, offset {bounds.max_offset}"
         )
     if start > end:
-        raise PlanningError(f"{where} would start at offset {start}, after its end {end}")
-    queue = bounds.queue
+        raise PlanningError(f"{where(queue)} would start at offset {start}, after its end {end}")
     return OffsetRange(queue.topic, queue.broker_name, queue.queue_id, start, end)
 
 
@@ -145,6 +203,9 @@ def plan(
     ending: opts.OffsetSpec,
     limit: int,
     search: Search,
+    *,
+    committed: CommittedLookup = _no_committed,
+    on_loss: OnLoss | None = None,
 ) -> list[OffsetRange]:
     """The partitions of a batch read: every queue's range split by ``limit``, ordered by
     topic, broker, queue and offset."""
@@ -152,11 +213,14 @@ def plan(
     known = {bounds.queue for bounds in ordered}
     for name, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
         if isinstance(spec, opts.PerQueue):
-            strangers = sorted(set(spec.offsets) - known, key=_where)
+            strangers = sorted(set(spec.offsets) - known, key=where)
             if strangers:
-                raise PlanningError(f"{name} names no such queue: {_where(strangers[0])}")
+                raise PlanningError(f"{name} names no such queue: {where(strangers[0])}")
     return [
         piece
         for bounds in ordered
-        for piece in split_range(resolve_range(bounds, starting, ending, search), limit)
+        for piece in split_range(
+            resolve_range(bounds, starting, ending, search, committed=committed, on_loss=on_loss),
+            limit,
+        )
     ]

@@ -4,24 +4,35 @@ Names follow Spark's Kafka source where the meaning is the same. Spark hands opt
 case-insensitively (lower-cased keys), so names are matched without regard to case; an
 unknown name is refused, so a misspelt option cannot be silently ignored.
 
-Reading (:func:`parse_read_options`):
+Reading (:func:`parse_read_options`; ``streaming`` for ``readStream``):
 
 ===========================  =================================================================
 ``namesrvAddr``              name server(s), ``host:port``, several separated by ``;``
-``topic``                    one topic or a comma-separated list (required)
-``startingOffsets``          ``earliest`` (default) or JSON per topic, broker and queue
-``endingOffsets``            ``latest`` (default) or JSON per topic, broker and queue
+``topic``                    one topic or a comma-separated list
+``topicPattern``             instead of ``topic``: a regular expression whole topic names
+                             match (system topics such as ``%RETRY%...`` never do); a stream
+                             picks up topics that come to match it
+``startingOffsets``          ``earliest`` (batch default), ``latest`` (streaming only, its
+                             default), ``committed`` (``consumerGroup``'s offsets; earliest
+                             where it has none) or JSON per topic, broker and queue
+``endingOffsets``            batch only: ``latest`` (default) or JSON per topic, broker, queue
 ``startingTimestamp``        epoch milliseconds; wins over ``startingOffsets``
-``endingTimestamp``          epoch milliseconds; wins over ``endingOffsets``
+``endingTimestamp``          batch only: epoch milliseconds; wins over ``endingOffsets``
 ``tagExpression``            ``*`` (default) or ``TagA || TagB``
 ``pullBatchSize``            messages per pull, 1 to 1024 (default 32)
 ``maxMessagesPerPartition``  a Spark partition reads at most this many offsets (default 100000)
+``maxMessagesPerTrigger``    streaming only: offsets a micro-batch reads at most, over all
+                             queues (default: all there are)
+``consumerGroup``            the group ``committed`` starts from; a stream commits each
+                             batch's end offsets to it, for lag dashboards
+``failOnDataLoss``           ``true`` (default): a start offset retention removed fails the
+                             query; ``false``: the read skips to the first stored offset
 ``readFromSlave``            ``true`` reads from a slave of the queue's broker when it has one
 ===========================  =================================================================
 
 Offsets JSON, as Kafka's: ``{"T": {"broker-a": {"0": 42, "1": -2}}}``, where ``-2`` means the
 queue's earliest offset and ``-1`` its latest; a queue left out takes the default
-(``earliest`` to start, ``latest`` to end).
+(``earliest`` to start a batch, ``latest`` to start a stream and to end a batch).
 
 Writing (:func:`parse_write_options`): ``namesrvAddr``, ``topic`` (when given it is every
 row's topic, as in Kafka's sink; else each row's ``topic`` column), ``producerGroup`` and
@@ -34,6 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from typing import Final
 
@@ -41,6 +53,7 @@ __all__ = [
     "EARLIEST",
     "LATEST",
     "AtTimestamp",
+    "Committed",
     "Earliest",
     "Latest",
     "OffsetSpec",
@@ -64,24 +77,47 @@ MAX_PULL_BATCH_SIZE: Final = 1024
 DEFAULT_MAX_MESSAGES_PER_PARTITION: Final = 100_000
 DEFAULT_PRODUCER_GROUP: Final = "rocketkube-spark-writer"
 DEFAULT_WRITE_BATCH_SIZE: Final = 64
+#: Topics a ``topicPattern`` never matches: the broker's own (Java's ``TopicValidator``)...
+SYSTEM_TOPICS: Final = frozenset(
+    {
+        "TBW102",
+        "SELF_TEST_TOPIC",
+        "BenchmarkTest",
+        "OFFSET_MOVED_EVENT",
+        "SCHEDULE_TOPIC_XXXX",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+    }
+)
+#: ... and those of groups (retry, dead letter) and the system (transactions, traces).
+SYSTEM_PREFIXES: Final = ("%RETRY%", "%DLQ%", "RMQ_SYS_", "rmq_sys_")
 
 _OFFSETS_JSON: Final = (
     'JSON per topic, broker and queue such as {"T": {"broker-a": {"0": 42}}} '
     f"({EARLIEST}: earliest, {LATEST}: latest)"
 )
-_READ_NAMES: Final = (
+_COMMON_READ_NAMES: Final = (
     "namesrvAddr",
     "topic",
+    "topicPattern",
     "startingOffsets",
-    "endingOffsets",
     "startingTimestamp",
-    "endingTimestamp",
     "tagExpression",
     "pullBatchSize",
     "maxMessagesPerPartition",
+    "consumerGroup",
+    "failOnDataLoss",
     "readFromSlave",
 )
-_WRITE_NAMES: Final = ("namesrvAddr", "topic", "producerGroup", "writeBatchSize")
+_BATCH_ONLY: Final = ("endingOffsets", "endingTimestamp")
+_STREAMING_ONLY: Final = ("maxMessagesPerTrigger",)
+#: ``checkpointLocation`` is Spark's own, handed to a streaming sink with its options.
+_WRITE_NAMES: Final = (
+    "namesrvAddr",
+    "topic",
+    "producerGroup",
+    "writeBatchSize",
+    "checkpointLocation",
+)
 
 
 class OptionError(ValueError):
@@ -113,6 +149,12 @@ class Latest:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Committed:
+    """Each queue's offset committed by the ``consumerGroup``; its first stored message
+    where the group has none."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class AtTimestamp:
     """Each queue's first message stored at or after ``ms`` (SEARCH_OFFSET_BY_TIMESTAMP)."""
 
@@ -128,12 +170,13 @@ class PerQueue:
     default: Earliest | Latest
 
 
-OffsetSpec = Earliest | Latest | AtTimestamp | PerQueue
+OffsetSpec = Earliest | Latest | Committed | AtTimestamp | PerQueue
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ReadOptions:
-    """What a batch read covers and how it pulls."""
+    """What a read covers and how it pulls: ``topics`` by name, or every topic whose whole
+    name matches ``topic_pattern`` (then ``topics`` is empty)."""
 
     namesrv_addr: str
     topics: tuple[str, ...]
@@ -143,6 +186,17 @@ class ReadOptions:
     pull_batch_size: int = DEFAULT_PULL_BATCH_SIZE
     max_messages_per_partition: int = DEFAULT_MAX_MESSAGES_PER_PARTITION
     read_from_slave: bool = False
+    topic_pattern: str | None = None
+    consumer_group: str | None = None
+    max_messages_per_trigger: int | None = None
+    fail_on_data_loss: bool = True
+
+    def reads(self, topic: str) -> bool:
+        """Whether ``topic`` is one this read covers."""
+        if self.topic_pattern is None:
+            return topic in self.topics
+        system = topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_PREFIXES)
+        return not system and re.fullmatch(self.topic_pattern, topic) is not None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -155,12 +209,18 @@ class WriteOptions:
     write_batch_size: int = DEFAULT_WRITE_BATCH_SIZE
 
 
-def _known(options: Mapping[str, str], names: tuple[str, ...]) -> dict[str, str]:
-    """The options keyed by their documented names; an unknown name is an error."""
+def _known(
+    options: Mapping[str, str], names: tuple[str, ...], elsewhere: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The options keyed by their documented names; an unknown name is an error, and so is
+    a name of ``elsewhere`` (the other kind of query's options, each saying where it goes)."""
     by_lower = {name.lower(): name for name in names}
+    other = {name.lower(): where for name, where in (elsewhere or {}).items()}
     known: dict[str, str] = {}
     for key, value in options.items():
         name = by_lower.get(key.lower())
+        if key.lower() in other:
+            raise OptionError(key, value, f"no such option here: it is for {other[key.lower()]}")
         if name is None:
             raise OptionError(key, value, "no such option; known: " + ", ".join(names))
         known[name] = value
@@ -190,20 +250,32 @@ def _timestamp(name: str, value: str) -> AtTimestamp:
     return AtTimestamp(ms)
 
 
-def _boolean(name: str, value: str | None) -> bool:
+def _boolean(name: str, value: str | None, default: bool = False) -> bool:
     if value is None:
-        return False
+        return default
     text = value.strip().lower()
     if text not in ("true", "false"):
         raise OptionError(name, value, "true or false")
     return text == "true"
 
 
-def _topics(value: str | None) -> tuple[str, ...]:
+def _topics(known: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
+    """The topics named by ``topic``, or the pattern of ``topicPattern``: exactly one."""
+    value, pattern = known.get("topic"), known.get("topicPattern")
+    if pattern is not None:
+        if value is not None:
+            raise OptionError("topicPattern", pattern, "no topic option beside it (one of two)")
+        try:
+            re.compile(pattern)
+        except re.error:
+            raise OptionError("topicPattern", pattern, "a Python regular expression") from None
+        return (), pattern
     topics = tuple(t.strip() for t in (value or "").split(",") if t.strip())
     if not topics:
-        raise OptionError("topic", value, "a topic name or a comma-separated list of them")
-    return topics
+        raise OptionError(
+            "topic", value, "a topic name or a comma-separated list of them (or topicPattern)"
+        )
+    return topics, None
 
 
 def _queue_offsets(name: str, value: str) -> dict[QueueKey, int]:
@@ -229,33 +301,60 @@ def _queue_offsets(name: str, value: str) -> dict[QueueKey, int]:
 
 
 def _offsets(
-    name: str, value: str | None, default: Earliest | Latest, topics: tuple[str, ...]
+    name: str, value: str | None, words: dict[str, OffsetSpec], default: Earliest | Latest
 ) -> OffsetSpec:
-    """``startingOffsets`` (default earliest) or ``endingOffsets`` (default latest); a batch
-    may neither start at ``latest`` nor end at ``earliest``, as in Kafka's source."""
-    word = "earliest" if isinstance(default, Earliest) else "latest"
-    if value is None or value.strip().lower() == word:
-        return default
+    """``startingOffsets`` or ``endingOffsets``: one of ``words`` (the first is the default)
+    or JSON per queue, whose queues left out take ``default``."""
+    if value is None:
+        return next(iter(words.values()))
+    word = words.get(value.strip().lower())
+    if word is not None:
+        return word
     if not value.lstrip().startswith("{"):
-        raise OptionError(name, value, f"{word} or {_OFFSETS_JSON}")
-    offsets = _queue_offsets(name, value)
-    strangers = sorted({key.topic for key in offsets} - set(topics))
-    if strangers:
-        raise OptionError(name, value, f"offsets of the topics read ({', '.join(topics)}) only")
-    return PerQueue(offsets, default)
+        raise OptionError(name, value, f"{', '.join(words)} or {_OFFSETS_JSON}")
+    return PerQueue(_queue_offsets(name, value), default)
 
 
-def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
-    """The read options, checked; raises :class:`OptionError`."""
-    known = _known(options, _READ_NAMES)
-    topics = _topics(known.get("topic"))
-    starting = _offsets("startingOffsets", known.get("startingOffsets"), Earliest(), topics)
-    ending = _offsets("endingOffsets", known.get("endingOffsets"), Latest(), topics)
+def _check_topics_named(name: str, value: str, spec: OffsetSpec, parsed: ReadOptions) -> None:
+    if isinstance(spec, PerQueue):
+        strangers = sorted({key.topic for key in spec.offsets if not parsed.reads(key.topic)})
+        if strangers:
+            read = parsed.topic_pattern or ", ".join(parsed.topics)
+            raise OptionError(name, value, f"offsets of the topics read ({read}) only")
+
+
+def _starting_words(streaming: bool) -> dict[str, OffsetSpec]:
+    """The words ``startingOffsets`` takes, its default first."""
+    if streaming:
+        return {"latest": Latest(), "earliest": Earliest(), "committed": Committed()}
+    return {"earliest": Earliest(), "committed": Committed()}
+
+
+def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -> ReadOptions:
+    """The options of a batch read (a streaming one with ``streaming``), checked; raises
+    :class:`OptionError`."""
+    names: tuple[str, ...]
+    if streaming:
+        names = _COMMON_READ_NAMES + _STREAMING_ONLY
+        elsewhere = dict.fromkeys(_BATCH_ONLY, "batch reads only")
+    else:
+        names = _COMMON_READ_NAMES + _BATCH_ONLY
+        elsewhere = dict.fromkeys(_STREAMING_ONLY, "streaming reads only")
+    known = _known(options, names, elsewhere)
+    topics, pattern = _topics(known)
+    start_default: Earliest | Latest = Latest() if streaming else Earliest()
+    starting = _offsets(
+        "startingOffsets", known.get("startingOffsets"), _starting_words(streaming), start_default
+    )
+    ending = _offsets("endingOffsets", known.get("endingOffsets"), {"latest": Latest()}, Latest())
     if "startingTimestamp" in known:
         starting = _timestamp("startingTimestamp", known["startingTimestamp"])
     if "endingTimestamp" in known:
         ending = _timestamp("endingTimestamp", known["endingTimestamp"])
-    return ReadOptions(
+    group = known.get("consumerGroup")
+    if group is not None and not group.strip():
+        raise OptionError("consumerGroup", group, "a consumer group name")
+    parsed = ReadOptions(
         namesrv_addr=_namesrv(known.get("namesrvAddr")),
         topics=topics,
         starting=starting,
@@ -273,7 +372,24 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
             DEFAULT_MAX_MESSAGES_PER_PARTITION,
         ),
         read_from_slave=_boolean("readFromSlave", known.get("readFromSlave")),
+        topic_pattern=pattern,
+        consumer_group=group.strip() if group is not None else None,
+        max_messages_per_trigger=_optional_positive_int(
+            "maxMessagesPerTrigger", known.get("maxMessagesPerTrigger")
+        ),
+        fail_on_data_loss=_boolean("failOnDataLoss", known.get("failOnDataLoss"), default=True),
     )
+    _check_topics_named("startingOffsets", known.get("startingOffsets", ""), starting, parsed)
+    _check_topics_named("endingOffsets", known.get("endingOffsets", ""), ending, parsed)
+    if isinstance(starting, Committed) and parsed.consumer_group is None:
+        raise OptionError(
+            "startingOffsets", known["startingOffsets"], "committed only with consumerGroup"
+        )
+    return parsed
+
+
+def _optional_positive_int(name: str, value: str | None) -> int | None:
+    return None if value is None else _positive_int(name, value, 0)
 
 
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:

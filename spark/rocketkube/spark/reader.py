@@ -1,32 +1,42 @@
 """The batch reader: plans queue offset ranges, then pulls each straight from its broker.
 
-``partitions()`` runs where Spark plans the read: one admin connection asks the name server
-for each topic's brokers, each broker for its queues' bounds (GET_TOPIC_STATS_INFO) and, for
-timestamp options, for offsets by time (SEARCH_OFFSET_BY_TIMESTAMP); :mod:`.offsets` turns
-them into ranges. Each range travels to an executor as a plain
-:class:`~rocketkube.spark.offsets.OffsetRange`.
+``partitions()`` runs where Spark plans the read: :class:`~rocketkube.spark.lookups.Planner`
+asks the name server for the topics (by name or ``topicPattern``) and their brokers, each
+broker for its queues' bounds (GET_TOPIC_STATS_INFO) and, for timestamp options and
+``committed``, for offsets by time or the group's; :mod:`.offsets` turns them into ranges.
+Each range travels to an executor as a plain :class:`~rocketkube.spark.offsets.OffsetRange`.
 
 ``read()`` runs on the executor and opens its own connection there: it finds the queue's
 broker in the topic's route (a slave first with ``readFromSlave``) and pulls the range with
 plain PULL_MESSAGE requests (no consumer group rebalance, nothing committed), the tag
 expression sent with each pull and checked again on the messages, as consumers do. A range
-the broker no longer holds, or does not hold yet, fails the task with the reason.
+the broker no longer holds, or does not hold yet, fails the task with the reason (offsets
+retention removed are skipped with a warning instead under ``failOnDataLoss=false``).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
+from typing import Final
 
+import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from rocketkube.client import sync
 from rocketkube.client.pull import PullResult, PullStatus
 from rocketkube.client.routing import MessageQueue
+from rocketkube.common.message.model import MessageExt
 from rocketkube.common.protocol import route as rt
-from rocketkube.spark import offsets, schema
+from rocketkube.spark import lookups, offsets, schema
 from rocketkube.spark import options as opts
 
-__all__ = ["BatchReader", "ReadError", "read_range"]
+__all__ = ["BATCH_ROWS", "BatchReader", "ReadError", "read_batches", "read_messages"]
+
+#: Rows per Arrow batch handed to Spark.
+BATCH_ROWS: Final = 4096
+
+log = logging.getLogger(__name__)
 
 
 class ReadError(RuntimeError):
@@ -43,43 +53,23 @@ class BatchReader(DataSourceReader):
         """One partition per queue range, split so each holds at most
         ``maxMessagesPerPartition`` offsets."""
         o = self.options
-        with sync.AdminClient(o.namesrv_addr) as admin:
-            bounds: list[offsets.QueueBounds] = []
-            addrs: dict[tuple[str, str], str] = {}
-            for topic in o.topics:
-                bounds += _queue_bounds(admin, topic)
-                addrs.update(_broker_addrs(admin, topic))
-
-            def search(queue: opts.QueueKey, ms: int) -> int:
-                mq = MessageQueue(queue.topic, queue.broker_name, queue.queue_id)
-                addr = addrs[queue.topic, queue.broker_name]
-                return admin.run(lambda a: a.search_offset(mq, ms, broker_addr=addr))
-
+        with lookups.Planner(o) as planner:
             ranges = offsets.plan(
-                bounds, o.starting, o.ending, o.max_messages_per_partition, search
+                planner.bounds(),
+                o.starting,
+                o.ending,
+                o.max_messages_per_partition,
+                planner.search,
+                committed=planner.committed,
+                on_loss=None if o.fail_on_data_loss else log.warning,
             )
         return [InputPartition(r) for r in ranges]
 
-    def read(self, partition: InputPartition) -> Iterator[schema.Row]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of the partition's range (Spark sends ``None`` when there is none)."""
         if partition.value is not None:
-            yield from read_range(self.options, partition.value)
-
-
-def _queue_bounds(admin: sync.AdminClient, topic: str) -> list[offsets.QueueBounds]:
-    stats = admin.run(lambda a: a.topic_stats(topic))
-    return [
-        offsets.QueueBounds(
-            opts.QueueKey(mq.topic, mq.broker_name, mq.queue_id), span.min_offset, span.max_offset
-        )
-        for mq, span in stats.offset_table.items()
-    ]
-
-
-def _broker_addrs(admin: sync.AdminClient, topic: str) -> dict[tuple[str, str], str]:
-    """(topic, broker name) -> the address its offsets are asked of (the master)."""
-    found = admin.run(lambda a: a.broker_addrs(topic))
-    return {(topic, broker): addr for broker, addr in found.items()}
+            window = offsets.time_window(self.options.starting, self.options.ending)
+            yield from read_batches(self.options, partition.value, window)
 
 
 def read_address(route: rt.TopicRouteData, topic: str, broker_name: str, from_slave: bool) -> str:
@@ -95,10 +85,27 @@ def read_address(route: rt.TopicRouteData, topic: str, broker_name: str, from_sl
     raise ReadError(f"broker {broker_name} is not in the route of {topic}")
 
 
-def read_range(options: opts.ReadOptions, piece: offsets.OffsetRange) -> Iterator[schema.Row]:
-    """Pull ``piece`` from its broker and yield its rows, in offset order."""
+def read_batches(
+    options: opts.ReadOptions, piece: offsets.OffsetRange, window: tuple[int, int]
+) -> Iterator[pa.RecordBatch]:
+    """The rows of :func:`read_messages` as Arrow batches of up to :data:`BATCH_ROWS`."""
+    pending: list[MessageExt] = []
+    for message in read_messages(options, piece, window):
+        pending.append(message)
+        if len(pending) >= BATCH_ROWS:
+            yield schema.record_batch(pending, piece.broker_name)
+            pending = []
+    if pending:
+        yield schema.record_batch(pending, piece.broker_name)
+
+
+def read_messages(
+    options: opts.ReadOptions, piece: offsets.OffsetRange, window: tuple[int, int]
+) -> Iterator[MessageExt]:
+    """Pull ``piece`` from its broker and yield its messages, in offset order, keeping those
+    stored in ``window`` (``[low, high)`` epoch ms)."""
     queue = MessageQueue(piece.topic, piece.broker_name, piece.queue_id)
-    low, high = offsets.time_window(options.starting, options.ending)
+    low, high = window
     with sync.AdminClient(options.namesrv_addr) as admin:
         route = admin.run(lambda a: a.topic_route(piece.topic))
         addr = read_address(route, piece.topic, piece.broker_name, options.read_from_slave)
@@ -109,8 +116,8 @@ def read_range(options: opts.ReadOptions, piece: offsets.OffsetRange) -> Iterato
             for message in result.messages:
                 in_range = offset <= message.queue_offset < piece.end
                 if in_range and low <= message.store_timestamp < high:
-                    yield schema.message_row(message, piece.broker_name)
-            offset = _next_offset(result, offset, piece, addr)
+                    yield message
+            offset = _next_offset(result, offset, piece, addr, options.fail_on_data_loss)
 
 
 def _pull(
@@ -119,12 +126,20 @@ def _pull(
     return admin.run(lambda a: a.pull(queue, offset, count, expression=tags, broker_addr=addr))
 
 
-def _next_offset(result: PullResult, offset: int, piece: offsets.OffsetRange, addr: str) -> int:
+def _next_offset(
+    result: PullResult, offset: int, piece: offsets.OffsetRange, addr: str, fail_on_loss: bool
+) -> int:
     where = f"{piece.topic} {piece.broker_name} queue {piece.queue_id} at {addr}"
     if result.status is PullStatus.OFFSET_ILLEGAL:
+        removed = result.min_offset > offset
+        if removed and not fail_on_loss:
+            key = opts.QueueKey(piece.topic, piece.broker_name, piece.queue_id)
+            log.warning("%s", offsets.lost_message(key, offset, result.min_offset))
+            return result.min_offset
         raise ReadError(
             f"{where}: offset {offset} is not stored (the queue holds "
-            f"[{result.min_offset}, {result.max_offset})): removed by retention?"
+            f"[{result.min_offset}, {result.max_offset})): "
+            + ("removed by retention (failOnDataLoss=false skips it)" if removed else "not yet")
         )
     if result.status is PullStatus.NO_NEW_MSG:
         raise ReadError(

@@ -19,9 +19,11 @@
 
 from __future__ import annotations
 
-import datetime
+from collections.abc import Sequence
 from typing import Final
 
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -36,7 +38,7 @@ from pyspark.sql.types import (
 
 from rocketkube.common.message.model import MessageExt
 
-__all__ = ["SCHEMA", "Row", "message_row", "timestamp"]
+__all__ = ["ARROW_SCHEMA", "SCHEMA", "record_batch"]
 
 SCHEMA: Final = StructType(
     [
@@ -56,44 +58,31 @@ SCHEMA: Final = StructType(
     ]
 )
 
-Row = tuple[
-    str,
-    str,
-    int,
-    int,
-    str,
-    list[str],
-    str | None,
-    bytes,
-    dict[str, str],
-    datetime.datetime,
-    datetime.datetime,
-    str,
-    int,
-]
-
-_EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+#: :data:`SCHEMA` as Arrow has it, which is how rows travel from Python to Spark.
+ARROW_SCHEMA: Final = to_arrow_schema(SCHEMA, timezone="UTC")
 
 
-def timestamp(ms: int) -> datetime.datetime:
-    """Epoch milliseconds as an aware UTC datetime, exactly (no float rounding)."""
-    return _EPOCH + datetime.timedelta(milliseconds=ms)
-
-
-def message_row(message: MessageExt, broker_name: str) -> Row:
-    """The row of ``message``, read from ``broker_name``, in :data:`SCHEMA`'s order."""
-    return (
-        message.topic,
-        broker_name,
-        message.queue_id,
-        message.queue_offset,
-        message.client_msg_id,
-        message.keys,
-        message.tags,
-        message.body,
-        dict(message.properties),
-        timestamp(message.born_timestamp),
-        timestamp(message.store_timestamp),
-        message.born_host,
-        message.reconsume_times,
+def record_batch(messages: Sequence[MessageExt], broker_name: str) -> pa.RecordBatch:
+    """The rows of ``messages``, read from ``broker_name``, as one Arrow batch in
+    :data:`SCHEMA`, built a column at a time (times as integer microseconds, no datetime
+    objects) instead of handing Spark a tuple per row to check and convert value by value."""
+    columns = (
+        [m.topic for m in messages],
+        [broker_name] * len(messages),
+        [m.queue_id for m in messages],
+        [m.queue_offset for m in messages],
+        [m.client_msg_id for m in messages],
+        [m.keys for m in messages],
+        [m.tags for m in messages],
+        [m.body for m in messages],
+        [list(m.properties.items()) for m in messages],
+        [m.born_timestamp * 1000 for m in messages],
+        [m.store_timestamp * 1000 for m in messages],
+        [m.born_host for m in messages],
+        [m.reconsume_times for m in messages],
     )
+    arrays = [
+        pa.array(values, type=field.type)
+        for values, field in zip(columns, ARROW_SCHEMA, strict=True)
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)

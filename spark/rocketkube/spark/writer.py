@@ -1,4 +1,5 @@
-"""The batch writer: each task sends its rows as messages, in batches, with the SDK's producer.
+"""The batch and streaming writers: each task sends its rows as messages, in batches, with the
+SDK's producer.
 
 Columns read (others are ignored, so a DataFrame read from the source writes back as it is):
 
@@ -18,6 +19,18 @@ when their bodies pass 1 MiB, well under the 4 MiB a batch may hold). A batch th
 refuses, or stores with any status but SEND_OK, fails the task with the reason: rows are
 never dropped silently. Delivery is at least once: rows a failed task sent before failing
 stay in the topic, and Spark's retry of the task sends them again.
+
+A streaming write marks every message so a replayed micro-batch (a task retried, a query
+restarted before its batch was committed) can be recognised downstream, by three properties:
+
+==================  ==========================================================================
+``SPARK_QUERY``     the streaming query's id (stable across restarts from one checkpoint)
+``SPARK_BATCH``     the micro-batch id
+``SPARK_ROW``       ``<partition>-<position>``: the Spark partition and the row's place in it
+==================  ==========================================================================
+
+A replay of one batch sends the same rows with the same three values, so a consumer that
+keeps the ``(SPARK_QUERY, SPARK_BATCH, SPARK_ROW)`` it has seen drops the copies.
 """
 
 from __future__ import annotations
@@ -26,15 +39,34 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any, Final
 
+from pyspark import TaskContext
 from pyspark.sql import Row
-from pyspark.sql.datasource import DataSourceWriter, WriterCommitMessage
+from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, MapType, StringType, StructType
 
 from rocketkube.client import Message, SendStatus, sync
 from rocketkube.common.message.properties import PropertyName
 from rocketkube.spark import options as opts
 
-__all__ = ["BatchWriter", "SchemaError", "SentMessages", "WriteError", "check_schema"]
+__all__ = [
+    "BATCH_PROPERTY",
+    "QUERY_PROPERTY",
+    "ROW_PROPERTY",
+    "BatchWriter",
+    "SchemaError",
+    "SentMessages",
+    "StreamWriter",
+    "WriteError",
+    "check_schema",
+]
+
+#: The properties a streaming write marks each message with (see the module docstring).
+QUERY_PROPERTY: Final = "SPARK_QUERY"
+BATCH_PROPERTY: Final = "SPARK_BATCH"
+ROW_PROPERTY: Final = "SPARK_ROW"
+#: Spark's local properties naming the running micro-batch and query (``StreamExecution``).
+_BATCH_ID_KEY: Final = "streaming.sql.batchId"
+_QUERY_ID_KEY: Final = "sql.streaming.queryId"
 
 #: A batch is sent once its bodies pass this many bytes, whatever its count.
 BATCH_BYTES: Final = 1 << 20
@@ -93,23 +125,53 @@ class BatchWriter(DataSourceWriter):
     def write(self, iterator: Iterator[Row]) -> SentMessages:
         """Send this task's rows; raises :class:`WriteError` (or the SDK's error) if any
         batch was not stored."""
-        o = self.options
-        sent = 0
-        pending: dict[str, list[Message]] = {}
-        pending_bytes: dict[str, int] = {}
-        with sync.Producer(o.producer_group, o.namesrv_addr) as producer:
-            for position, row in enumerate(iterator):
-                message = row_message(row.asDict(), o.topic, position)
-                batch = pending.setdefault(message.topic, [])
-                batch.append(message)
-                size = pending_bytes.get(message.topic, 0) + len(message.body)
-                pending_bytes[message.topic] = size
-                if len(batch) >= o.write_batch_size or size >= BATCH_BYTES:
-                    sent += _send(producer, pending.pop(message.topic))
-                    del pending_bytes[message.topic]
-            for batch in pending.values():
-                sent += _send(producer, batch)
-        return SentMessages(sent)
+        return SentMessages(send_rows(self.options, iterator, {}))
+
+
+class StreamWriter(DataSourceStreamWriter):
+    """Sends every row of each micro-batch as a message marked with the query, batch and
+    row (see the module docstring); nothing to do at commit: sends are already durable."""
+
+    def __init__(self, options: opts.WriteOptions) -> None:
+        self.options = options
+
+    def write(self, iterator: Iterator[Row]) -> SentMessages:
+        """Send this task's rows of the running micro-batch, each marked."""
+        context = TaskContext.get()
+        if context is None:
+            raise WriteError("a streaming write runs only in a Spark task")
+        marks = {
+            QUERY_PROPERTY: context.getLocalProperty(_QUERY_ID_KEY) or "",
+            BATCH_PROPERTY: context.getLocalProperty(_BATCH_ID_KEY) or "",
+            ROW_PROPERTY: f"{context.partitionId()}-",
+        }
+        return SentMessages(send_rows(self.options, iterator, marks))
+
+
+def send_rows(options: opts.WriteOptions, rows: Iterator[Row], marks: dict[str, str]) -> int:
+    """Send ``rows`` in batches per topic; with ``marks``, each message gets them as
+    properties, :data:`ROW_PROPERTY`'s value followed by the row's position. Returns how
+    many were sent."""
+    o = options
+    sent = 0
+    pending: dict[str, list[Message]] = {}
+    pending_bytes: dict[str, int] = {}
+    with sync.Producer(o.producer_group, o.namesrv_addr) as producer:
+        for position, row in enumerate(rows):
+            message = row_message(row.asDict(), o.topic, position)
+            if marks:
+                message.properties.update(marks)
+                message.properties[ROW_PROPERTY] = f"{marks[ROW_PROPERTY]}{position}"
+            batch = pending.setdefault(message.topic, [])
+            batch.append(message)
+            size = pending_bytes.get(message.topic, 0) + len(message.body)
+            pending_bytes[message.topic] = size
+            if len(batch) >= o.write_batch_size or size >= BATCH_BYTES:
+                sent += _send(producer, pending.pop(message.topic))
+                del pending_bytes[message.topic]
+        for batch in pending.values():
+            sent += _send(producer, batch)
+    return sent
 
 
 def _send(producer: sync.Producer, batch: list[Message]) -> int:
