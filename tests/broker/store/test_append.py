@@ -198,7 +198,6 @@ def test_a_run_that_fails_to_encode_takes_no_offset_and_leaves_no_record(
     records written before it are zeroed (a crash recovery cannot find them) and no queue
     offset is taken, with the compiled loop as with the Python one."""
     monkeypatch.setattr(commitlog, "_out_of_range", lambda _message: "")
-    monkeypatch.setattr(commitlog, "compiled_records_size", lambda: None)
     store = open_store()
     store.put_message(msg(b"first"))
     end = store.commit_log_max_offset
