@@ -42,7 +42,7 @@ def compile_accelerators(root: Path) -> dict[str, Path]:
                 for name, (source, libraries) in ACCELERATORS.items()
             ],
             build_dir=tmp,
-            include_path=[str(root / "common" / "rocketkube" / "common")],  # _slotted.pxi
+            include_path=[str(root / "common" / "rocketkube" / "common")],  # *.pxi
             quiet=True,
             compiler_directives={"language_level": 3},
         )

@@ -9,8 +9,6 @@ None), so the outcome is the Python path's by construction.
 
 from __future__ import annotations
 
-from dataclasses import fields
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -68,7 +66,7 @@ def outcome(ready: Ready | RemotingCommand) -> tuple[object, ...]:
         return ("refused", ready.code, ready.remark)
     messages = [
         tuple(bytes(value) if isinstance(value, memoryview) else value
-              for value in (getattr(m, f.name) for f in fields(m)))
+              for value in m)
         for m in ready.messages
     ]  # fmt: skip
     return (messages, ready.topic, ready.queue_id, ready.body_bytes, ready.wait_flush)

@@ -198,7 +198,7 @@ def test_records_are_sized_as_validate_sizes_them(
     for field, value, bits in [("flag", 1 << 31, 32), ("queue_id", -(1 << 31) - 1, 32),
                                ("born_timestamp", 1 << 63, 64),
                                ("reconsume_times", 1 << 31, 32)]:  # fmt: skip
-        wide = [dataclasses.replace(messages[0], **{field: value})]  # type: ignore[arg-type]
+        wide = [messages[0]._replace(**{field: value})]  # type: ignore[arg-type]
         assert size(wide, log._topics, log._fixed_size, log.max_body_size) == -1
         assert log._validate(wide) == (-1, f"{field} {value} is not a {bits}-bit integer")
 

@@ -31,6 +31,7 @@ from rocketkube.common.remoting.command import RemotingCommand as _RemotingComma
 from rocketkube.common.remoting.frame import ScannedRequest as _ScannedRequest
 
 include "_slotted.pxi"
+include "_tuples.pxi"
 
 # (read from a ScannedRequest too: a subclass keeps its base's slots where they are)
 cdef Slotted _REQUEST = Slotted(_RemotingCommand, ("ext_fields", "body", "code"))
@@ -38,10 +39,7 @@ cdef Slotted _SCANNED = Slotted(_ScannedRequest, ("_names", "_values"))  # ext_f
 cdef Slotted _STATE = Slotted(_TopicState, (
     "config", "queue_limit", "writable", "retry_group", "multi_tag",
 ))
-cdef Slotted _MESSAGE = Slotted(_InnerMessage, (
-    "topic", "queue_id", "body", "properties", "flag", "sys_flag", "born_timestamp",
-    "born_host", "reconsume_times", "prepared_transaction_offset", "hints",
-))
+cdef object _MESSAGE = named_tuple(_InnerMessage)
 
 # The header's fields: V2 names them a..m, V1 by these names, in the same order.
 DEF FIELDS = 13
@@ -299,22 +297,12 @@ cdef object _plain(
     set_item(hints, 0, tags)
     set_item(hints, 1, keys_value)
     set_item(hints, 2, uniq)
-    if message_type is _MESSAGE.cls:
-        message = _MESSAGE.new()
-        _MESSAGE.set(message, 0, topic)
-        _MESSAGE.set(message, 1, queue_id)
-        _MESSAGE.set(message, 2, body)
-        _MESSAGE.set(message, 3, stored)
-        _MESSAGE.set(message, 4, flag)
-        _MESSAGE.set(message, 5, sys_flag)
-        _MESSAGE.set(message, 6, born_timestamp)
-        _MESSAGE.set(message, 7, born_host)
-        _MESSAGE.set(message, 8, reconsume)
-        _MESSAGE.set(message, 9, 0)
-        _MESSAGE.set(message, 10, hints)
+    fields = (topic, queue_id, body, stored, flag, sys_flag, born_timestamp, born_host,
+              reconsume, 0, hints)
+    if message_type is _InnerMessage:  # a named tuple: its fields as they are
+        message = new_named(_MESSAGE, fields)
     else:
-        message = message_type(topic, queue_id, body, stored, flag, sys_flag, born_timestamp,
-                               born_host, reconsume, 0, hints)
+        message = message_type(*fields)
     ready = new_tuple(ready_type, 6)
     set_item(ready, 0, (message,))
     set_item(ready, 1, topic)

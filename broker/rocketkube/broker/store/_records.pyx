@@ -28,6 +28,7 @@ from rocketkube.common.message import record as _record
 from rocketkube.common.message import sysflag as _sysflag
 
 include "_bigendian.pxi"
+include "_tuples.pxi"
 
 
 cdef extern from "zlib.h" nogil:
@@ -49,7 +50,19 @@ cdef int _STORE_V6 = _sysflag.STOREHOST_V6_FLAG
 cdef Py_ssize_t _QUEUE_ENTRY = _consume_queue.ENTRY.size
 cdef Py_ssize_t _INDEX_ENTRY = _records.INDEX_ENTRY.size
 cdef int _PAGE_SHIFT = _records.INDEX_PAGE_SHIFT
-cdef object _tuple_new = tuple.__new__
+cdef object _APPENDED = named_tuple(_AppendResult)
+# An InnerMessage's fields by position (a named tuple: read as the tuple it is)
+cdef Py_ssize_t _TOPIC = _InnerMessage._fields.index("topic")
+cdef Py_ssize_t _QUEUE_ID = _InnerMessage._fields.index("queue_id")
+cdef Py_ssize_t _BODY = _InnerMessage._fields.index("body")
+cdef Py_ssize_t _PROPERTIES = _InnerMessage._fields.index("properties")
+cdef Py_ssize_t _FLAG = _InnerMessage._fields.index("flag")
+cdef Py_ssize_t _SYS_FLAG = _InnerMessage._fields.index("sys_flag")
+cdef Py_ssize_t _BORN_TIMESTAMP = _InnerMessage._fields.index("born_timestamp")
+cdef Py_ssize_t _BORN_HOST = _InnerMessage._fields.index("born_host")
+cdef Py_ssize_t _RECONSUME_TIMES = _InnerMessage._fields.index("reconsume_times")
+cdef Py_ssize_t _PREPARED_OFFSET = _InnerMessage._fields.index("prepared_transaction_offset")
+cdef Py_ssize_t _HINTS = _InnerMessage._fields.index("hints")
 
 DEF CACHED_QUEUES = 64  # queue ids below this are told apart without a tuple key
 DEF INT_MIN = -2147483648
@@ -75,6 +88,13 @@ cdef inline bint _fits(object value, long long low, long long high):
     return overflow == 0 and low <= v <= high
 
 
+cdef inline tuple _fields(object message):
+    """An ``InnerMessage``'s fields; of any other message, its attributes in that order."""
+    if type(message) is _InnerMessage:
+        return <tuple>message
+    return tuple([getattr(message, name) for name in _InnerMessage._fields])
+
+
 cdef inline int _tx(object sys_flag) except? -1:
     """The transaction bits of a sys flag."""
     cdef int overflow = 1
@@ -92,24 +112,26 @@ cdef inline int _tx(object sys_flag) except? -1:
 def records_size(messages, dict topics, Py_ssize_t fixed, Py_ssize_t max_body):
     """``records.records_size``."""
     cdef Py_ssize_t total = 0, body_len, props_len
+    cdef tuple m
     for message in messages:
         if type(message) is not _InnerMessage:
             return -1
-        if not (_fits(message.queue_id, INT_MIN, INT_MAX)
-                and _fits(message.flag, INT_MIN, INT_MAX)
-                and _fits(message.sys_flag, INT_MIN, INT_MAX)
-                and _fits(message.reconsume_times, INT_MIN, INT_MAX)
-                and _fits(message.born_timestamp, LONG_MIN, LONG_MAX)
-                and _fits(message.prepared_transaction_offset, LONG_MIN, LONG_MAX)):
+        m = <tuple>message
+        if not (_fits(m[_QUEUE_ID], INT_MIN, INT_MAX)
+                and _fits(m[_FLAG], INT_MIN, INT_MAX)
+                and _fits(m[_SYS_FLAG], INT_MIN, INT_MAX)
+                and _fits(m[_RECONSUME_TIMES], INT_MIN, INT_MAX)
+                and _fits(m[_BORN_TIMESTAMP], LONG_MIN, LONG_MAX)
+                and _fits(m[_PREPARED_OFFSET], LONG_MIN, LONG_MAX)):
             return -1
-        topic = topics.get(message.topic)
+        topic = topics.get(m[_TOPIC])
         if topic is None:
             return -1
-        body_len = len(message.body)
-        props_len = len(message.properties)
+        body_len = len(m[_BODY])
+        props_len = len(m[_PROPERTIES])
         if body_len > max_body or props_len > _MAX_PROPERTIES:
             return -1
-        total += fixed + len(message.born_host) + body_len + len(<bytes>topic) + props_len
+        total += fixed + len(m[_BORN_HOST]) + body_len + len(<bytes>topic) + props_len
     return total
 
 
@@ -135,16 +157,16 @@ cdef void _write_back(dict queue_offsets, object topic, long long *offsets, bint
 
 
 cdef Py_ssize_t _encode_one(
-    unsigned char *start, Py_ssize_t room, object message, bytes topic, long long queue_offset,
+    unsigned char *start, Py_ssize_t room, tuple message, bytes topic, long long queue_offset,
     long long phys, const unsigned char *host, Py_ssize_t store_len, long long now,
 ) except -1:
     """Write one record at ``start`` (``room`` bytes there); its size."""
     cdef Py_buffer body
     cdef unsigned char *p
     cdef Py_ssize_t born_len, topic_len = len(topic), props_len, size
-    cdef int sys_flag = _int32(message.sys_flag)
-    born = message.born_host
-    props = message.properties
+    cdef int sys_flag = _int32(message[_SYS_FLAG])
+    born = message[_BORN_HOST]
+    props = message[_PROPERTIES]
     born_len = len(born)
     props_len = len(props)
     sys_flag &= ~(_BORN_V6 | _STORE_V6)
@@ -152,12 +174,12 @@ cdef Py_ssize_t _encode_one(
         sys_flag |= _BORN_V6
     if store_len != 8:
         sys_flag |= _STORE_V6
-    cdef long long queue_id = _int32(message.queue_id)
-    cdef long long flag = _int32(message.flag)
-    cdef long long reconsume = _int32(message.reconsume_times)
-    cdef long long born_ts = message.born_timestamp
-    cdef long long prepared = message.prepared_transaction_offset
-    PyObject_GetBuffer(message.body, &body, PyBUF_SIMPLE)
+    cdef long long queue_id = _int32(message[_QUEUE_ID])
+    cdef long long flag = _int32(message[_FLAG])
+    cdef long long reconsume = _int32(message[_RECONSUME_TIMES])
+    cdef long long born_ts = message[_BORN_TIMESTAMP]
+    cdef long long prepared = message[_PREPARED_OFFSET]
+    PyObject_GetBuffer(message[_BODY], &body, PyBUF_SIMPLE)
     try:
         size = _FIXED + born_len + store_len + body.len + topic_len + props_len
         if size > room:
@@ -222,6 +244,7 @@ def encode_records(
     cdef bint known[CACHED_QUEUES]
     cdef list undo = []  # (key, its next offset before the run or None), first touches
     cdef int tx
+    cdef tuple m
     memset(known, 0, sizeof(known))
     if hex_len > 40:
         raise ValueError("store host too long")
@@ -229,9 +252,10 @@ def encode_records(
     PyObject_GetBuffer(buffer, &out, PyBUF_SIMPLE | PyBUF_WRITABLE)
     try:
         for message in messages:
-            topic_name = message.topic
-            queue_id = message.queue_id
-            tx = _tx(message.sys_flag)
+            m = _fields(message)
+            topic_name = m[_TOPIC]
+            queue_id = m[_QUEUE_ID]
+            tx = _tx(m[_SYS_FLAG])
             if tx == _PREPARED or tx == _ROLLBACK:
                 queue_offset = 0
             elif type(topic_name) is str and type(queue_id) is int and 0 <= queue_id < CACHED_QUEUES:
@@ -259,13 +283,13 @@ def encode_records(
                 queue_offset = 0 if before is None else before
                 queue_offsets[key] = queue_offset + 1
             phys = base + pos
-            size = _encode_one(<unsigned char *>out.buf + pos, out.len - pos, message,
+            size = _encode_one(<unsigned char *>out.buf + pos, out.len - pos, m,
                                topics[topic_name], queue_offset, phys,
                                <const unsigned char *>PyBytes_AS_STRING(store_host),
                                PyBytes_GET_SIZE(store_host), now)
             _hex16(msg_id + hex_len, phys)
             msg = PyUnicode_FromStringAndSize(msg_id, hex_len + 16)
-            appended.append(_tuple_new(_AppendResult, (phys, size, queue_offset, msg, now)))
+            appended.append(new_named(_APPENDED, (phys, size, queue_offset, msg, now)))
             pos += size
         _write_back(queue_offsets, cached_topic, offsets, known)
     except BaseException:
@@ -294,12 +318,14 @@ def queue_keys(messages):
     cdef unsigned long long mask = 0, bit
     cdef long qid
     cdef int overflow = 0, tx
+    cdef tuple m
     for message in messages:
-        tx = _tx(message.sys_flag)
+        m = _fields(message)
+        tx = _tx(m[_SYS_FLAG])
         if tx == _PREPARED or tx == _ROLLBACK:
             continue
-        topic = message.topic
-        queue_id = message.queue_id
+        topic = m[_TOPIC]
+        queue_id = m[_QUEUE_ID]
         qid = -1
         if type(topic) is str and type(queue_id) is int:
             qid = PyLong_AsLongAndOverflow(queue_id, &overflow)
@@ -391,16 +417,24 @@ def queue_entries(
     cdef list by_queue = None
     cdef long long qid, first
     cdef int tx
+    cdef tuple m
     if len(messages) != len(appended):
         raise ValueError("zip() arguments have different lengths")  # as strict=True
     for i in range(len(messages)):
-        message = messages[i]
-        phys, size, queue_offset, _msg_id, store_ts = appended[i]
-        topic = message.topic
-        queue_id = message.queue_id
-        tx = _tx(message.sys_flag)
-        properties = message.properties
-        hints = message.hints
+        m = _fields(messages[i])
+        result = appended[i]
+        if isinstance(result, tuple) and len(<tuple>result) == 5:  # an AppendResult
+            phys = (<tuple>result)[0]
+            size = (<tuple>result)[1]
+            queue_offset = (<tuple>result)[2]
+            store_ts = (<tuple>result)[4]
+        else:
+            phys, size, queue_offset, _msg_id, store_ts = result
+        topic = m[_TOPIC]
+        queue_id = m[_QUEUE_ID]
+        tx = _tx(m[_SYS_FLAG])
+        properties = m[_PROPERTIES]
+        hints = m[_HINTS]
         tags = keys = uniq = None
         if type(hints) is _DispatchHints:
             tags = (<tuple>hints)[0]
