@@ -168,11 +168,11 @@ class IndexFile:
             self._dirty.add(slot_pos >> _PAGE_SHIFT)
 
     def put_many(
-        self, entries: list[tuple[int, int, int]], start: int, kernel: records.Implementation
+        self, entries: list[tuple[int, int, int]], start: int, writer: records.Implementation
     ) -> int:
         """Add ``(keyHash, phyOffset, storeTimestamp)`` entries from ``entries[start]`` on
         until the file's allocated entries are used up (:attr:`writable_num`), written by
-        ``kernel.put_index_entries``; returns the position of the first entry not added."""
+        ``writer.put_index_entries``; returns the position of the first entry not added."""
         if start >= len(entries) or self.count >= self.writable_num:
             return start
         if self.count <= 1:
@@ -180,7 +180,7 @@ class IndexFile:
         # Pages changed are tracked in the shadow only, and only until the next flush is
         # going to copy the whole table anyway.
         tracked = self._slot_base == 0 and len(self._dirty) <= self._whole_flush_pages
-        at, self.count, used = kernel.put_index_entries(
+        at, self.count, used = writer.put_index_entries(
             entries, start, slots=self._slots, slot_base=self._slot_base,
             slot_num=self.slot_num, file=self.mapped.mm, entries_at=self.entries_at,
             count=self.count, limit=self.writable_num, begin_ts=self.begin_ts,
