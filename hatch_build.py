@@ -21,9 +21,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 #: module -> (source, C libraries to link)
 ACCELERATORS: dict[str, tuple[str, list[str]]] = {
     "rocketkube.common.remoting._frames": ("common/rocketkube/common/remoting/_frames.pyx", []),
-    "rocketkube.broker.store._append": ("broker/rocketkube/broker/store/_append.pyx", ["z"]),
-    "rocketkube.broker.store._dispatch": ("broker/rocketkube/broker/store/_dispatch.pyx", ["z"]),
-    "rocketkube.broker.store._index": ("broker/rocketkube/broker/store/_index.pyx", []),
+    "rocketkube.broker.store._records": ("broker/rocketkube/broker/store/_records.pyx", ["z"]),
     "rocketkube.broker.processors._prepare": (
         "broker/rocketkube/broker/processors/_prepare.pyx",
         [],
@@ -44,7 +42,7 @@ def compile_accelerators(root: Path) -> dict[str, Path]:
                 for name, (source, libraries) in ACCELERATORS.items()
             ],
             build_dir=tmp,
-            include_path=[str(root / "common" / "rocketkube" / "common")],  # _slotted.pxi
+            include_path=[str(root / "common" / "rocketkube" / "common")],  # *.pxi
             quiet=True,
             compiler_directives={"language_level": 3},
         )

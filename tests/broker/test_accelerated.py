@@ -10,9 +10,7 @@ from rocketkube.common import accelerators
 ALL = [
     "frame scan",
     "answer frames",
-    "commit log append",
-    "dispatch",
-    "index append",
+    "store records",
     "plain send preparation",
 ]
 

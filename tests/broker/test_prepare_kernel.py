@@ -9,8 +9,6 @@ None), so the outcome is the Python path's by construction.
 
 from __future__ import annotations
 
-from dataclasses import fields
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,7 +16,7 @@ from hypothesis import strategies as st
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.processors import send
 from rocketkube.broker.processors.send_state import Ready
-from rocketkube.broker.store import DispatchHints, InnerMessage
+from rocketkube.broker.store import InnerMessage
 from rocketkube.common.protocol.topic_config import TopicConfig
 from rocketkube.common.remoting import frame
 from rocketkube.common.remoting.codes import RequestCode
@@ -68,7 +66,7 @@ def outcome(ready: Ready | RemotingCommand) -> tuple[object, ...]:
         return ("refused", ready.code, ready.remark)
     messages = [
         tuple(bytes(value) if isinstance(value, memoryview) else value
-              for value in (getattr(m, f.name) for f in fields(m)))
+              for value in m)
         for m in ready.messages
     ]  # fmt: skip
     return (messages, ready.topic, ready.queue_id, ready.body_bytes, ready.wait_flush)
@@ -87,9 +85,8 @@ def processors(context: BrokerContext) -> tuple[send.SendProcessor, send.SendPro
 def kernel(processor: send.SendProcessor, request: RemotingCommand, v2: bool) -> Ready | None:
     """What the kernel alone makes of ``request`` with ``processor``'s topic states."""
     assert PLAIN is not None
-    states, configs = processor._states, processor._topics.table
-    entry = processor._cluster_entry
-    return PLAIN(request, v2, states, configs, entry, bytes(8), Ready, InnerMessage, DispatchHints)
+    topics, configs = processor._plain_topics, processor._topics.table
+    return PLAIN(request, v2, topics, configs, processor._rules, bytes(8))
 
 
 def prepare(
@@ -178,6 +175,45 @@ def test_a_send_without_a_queue_is_left_to_python(context: BrokerContext) -> Non
     assert kernel(processor, request, True) is None
 
 
+@pytest.mark.parametrize(
+    ("changed", "plain"),
+    [
+        (TopicConfig(TOPIC, read_queue_nums=8, write_queue_nums=8, perm=4), False),  # read only
+        (TopicConfig(TOPIC, read_queue_nums=2, write_queue_nums=2), False),  # queue 3 over it
+        (TopicConfig(TOPIC, 4, 4, topic_filter_type="MULTI_TAG"), True),
+    ],
+)
+def test_a_changed_topic_is_decided_again_in_python_first(
+    context: BrokerContext, changed: TopicConfig, plain: bool
+) -> None:
+    """The topic rules handed to the compiled preparation hold for the config they were
+    made of: once the topic changes, the next send goes through the Python checks, which
+    hand it the new rules (none for a topic that is not writable)."""
+    context.topics.update(TopicConfig(TOPIC, read_queue_nums=8, write_queue_nums=8))
+    processor = send.SendProcessor(context)
+    python = send.SendProcessor(context)
+    python._plain = None
+    peer = _Peer()
+
+    def request() -> RemotingCommand:
+        return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2_fields(), b"body")
+
+    assert isinstance(processor._prepare(peer, request(), True), Ready)
+    assert kernel(processor, request(), True) is not None
+    context.topics.update(changed)
+    assert kernel(processor, request(), True) is None
+    assert outcome(processor._prepare(peer, request(), True)) == outcome(
+        python._prepare(peer, request(), True)
+    )
+    again = kernel(processor, request(), True)
+    assert (again is not None) is plain
+    if again is not None:  # (the kernel helper's born host is 0.0.0.0:0)
+        expected = python._prepare(peer, request(), True)
+        assert isinstance(expected, Ready)
+        hostless = [m._replace(born_host=bytes(8)) for m in expected.messages]
+        assert outcome(again) == outcome(expected._replace(messages=hostless))
+
+
 _text = st.text(alphabet=st.sampled_from("ab\x01\x02WAITGSKEYUNQ_é1"), max_size=30)
 
 
@@ -216,9 +252,8 @@ def test_a_mixed_run_is_prepared_alike(
     replies: list[object] = []
     ready: list[tuple[int, Ready]] = []
     messages: list[InnerMessage] = []
-    run_kernel(requests(), lambda r, v2: compiled._check(peer, r, v2), compiled._states,
-               compiled._topics.table, compiled._cluster_entry, compiled._born_host(
-                   peer.remote_address), Ready, InnerMessage, DispatchHints,
+    run_kernel(requests(), lambda r, v2: compiled._check(peer, r, v2), compiled._plain_topics,
+               compiled._topics.table, compiled._rules, compiled._born_host(peer.remote_address),
                replies, ready, messages)  # type: ignore[arg-type]  # fmt: skip
     expected = [python._prepare(peer, r, True) for r in requests()]
     assert [i for i, _ in ready] == [i for i, e in enumerate(expected) if isinstance(e, Ready)]

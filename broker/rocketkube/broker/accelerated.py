@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rocketkube.broker.processors import send
-from rocketkube.broker.store import commitlog, dispatch, index
+from rocketkube.broker.store import records
 from rocketkube.common.remoting import frame
 
 __all__ = ["accelerated"]
@@ -16,9 +16,7 @@ __all__ = ["accelerated"]
 _TWINS: tuple[tuple[str, Callable[[], object]], ...] = (
     ("frame scan", frame.compiled_scan),
     ("answer frames", frame.compiled_templated_frames),
-    ("commit log append", commitlog.compiled_encode_run),
-    ("dispatch", dispatch.compiled_dispatch_run),
-    ("index append", index.compiled_put_many),
+    ("store records", records.compiled),
     ("plain send preparation", send.compiled_prepare_run),
 )
 

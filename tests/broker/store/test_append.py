@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import itertools
 import struct
@@ -175,7 +174,7 @@ def test_an_integer_out_of_its_record_field_is_illegal_and_takes_nothing(
     for field, value in [("flag", 1 << 31), ("reconsume_times", -(1 << 31) - 1),
                          ("sys_flag", 1 << 40), ("born_timestamp", 1 << 63),
                          ("prepared_transaction_offset", -(1 << 63) - 1)]:  # fmt: skip
-        bad = dataclasses.replace(msg(b"bad"), **{field: value})  # type: ignore[arg-type]
+        bad = msg(b"bad")._replace(**{field: value})  # type: ignore[arg-type]
         result = store.put_messages([msg(b"good"), bad])
         assert result.status is PutStatus.MESSAGE_ILLEGAL
         assert field in result.error
@@ -198,11 +197,10 @@ def test_a_run_that_fails_to_encode_takes_no_offset_and_leaves_no_record(
     records written before it are zeroed (a crash recovery cannot find them) and no queue
     offset is taken, with the compiled loop as with the Python one."""
     monkeypatch.setattr(commitlog, "_out_of_range", lambda _message: "")
-    monkeypatch.setattr(commitlog, "compiled_records_size", lambda: None)
     store = open_store()
     store.put_message(msg(b"first"))
     end = store.commit_log_max_offset
-    bad = dataclasses.replace(msg(b"bad", topic="TopicC"), **{field: value})  # type: ignore[arg-type]
+    bad = msg(b"bad", topic="TopicC")._replace(**{field: value})  # type: ignore[arg-type]
     run = [msg(b"a"), msg(b"b", queue_id=1), msg(b"c", topic="TopicB"), bad]
     result = store.put_messages(run)
     assert result.status is PutStatus.MESSAGE_ILLEGAL

@@ -4,7 +4,6 @@ slave do)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -40,7 +39,7 @@ def test_hints_from_the_decoded_properties_equal_the_stored_bytes(
 def hinted(message: InnerMessage) -> InnerMessage:
     props = decode_properties(message.properties)
     hints = DispatchHints(props.get("TAGS"), props.get("KEYS"), props.get("UNIQ_KEY"))
-    return dataclasses.replace(message, hints=hints)
+    return message._replace(hints=hints)
 
 
 def test_a_hinted_message_is_dispatched_as_a_read_one(
@@ -55,7 +54,7 @@ def test_a_hinted_message_is_dispatched_as_a_read_one(
     ]
     for message in made:
         store.put_message(message)
-        store.put_message(hinted(dataclasses.replace(message, topic="Hinted")))
+        store.put_message(hinted(message._replace(topic="Hinted")))
     plain = store.get_messages("TopicA", 0, 0, 32)
     fast = store.get_messages("Hinted", 0, 0, 32)
     assert plain.queue_offsets == fast.queue_offsets == [0, 1, 2, 3]

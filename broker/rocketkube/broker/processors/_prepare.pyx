@@ -1,13 +1,17 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""A plain send's checks and store message, compiled: :func:`prepare_plain` returns the
-``Ready`` that ``SendProcessor._prepare`` would build for the same request, or None when
-the request is not plain, and then ``_prepare`` itself serves it.
+"""A plain send's store message, compiled: :func:`prepare_plain` returns the ``Ready`` that
+``SendProcessor._prepare`` would build for the same request, or None when the request is
+not plain, and then ``_prepare`` itself serves it.
 
-Plain: every integer field a plain decimal (``-?[0-9]{1,18}``), its topic's checks cached
-(``TopicState`` of the current config), the queue given and below the topic's limit, the
-topic writable and not a ``%RETRY%`` topic, not a batch, and properties without
-``DELAY``, ``TRAN_MSG``, ``CLUSTER`` or a repeated name. That is what producers send
-nearly always; everything else (errors included) is decided by the Python code, so this
+What a send may do is decided in Python, once per topic and once per broker, and handed
+here as data: ``topics`` maps each topic a plain send may go to with no further check
+(writable, not a ``%RETRY%`` topic) to ``(its TopicConfig, the queue limit, sys-flag bits
+to add)``, valid while ``configs`` holds that same config; :class:`~.send_state.PlainRules`
+names the properties whose sends the Python code decides (DELAY, TRAN_MSG, CLUSTER), the
+one that is not stored (WAIT, whose value says whether to wait for the flush) and the
+CLUSTER entry appended. This module reads header integers (a plain decimal each,
+``-?[0-9]{1,18}``, within a Java int), the batch flag and the properties bytes, and lays
+out the store message; any other send (errors included) is the Python code's, so this
 never answers differently. ``tests/broker/test_prepare_kernel.py`` holds the two to the
 same result. Built by the project's build hook; without it, ``_prepare`` serves all.
 """
@@ -25,23 +29,21 @@ from libc.string cimport memchr, memcmp, memcpy, memset
 
 from time import perf_counter
 
-from rocketkube.broker.processors.send_state import TopicState as _TopicState
+from rocketkube.broker.processors.send_state import Ready as _Ready
+from rocketkube.broker.store import DispatchHints as _DispatchHints
 from rocketkube.broker.store import InnerMessage as _InnerMessage
 from rocketkube.common.remoting.command import RemotingCommand as _RemotingCommand
 from rocketkube.common.remoting.frame import ScannedRequest as _ScannedRequest
 
 include "_slotted.pxi"
+include "_tuples.pxi"
 
 # (read from a ScannedRequest too: a subclass keeps its base's slots where they are)
 cdef Slotted _REQUEST = Slotted(_RemotingCommand, ("ext_fields", "body", "code"))
 cdef Slotted _SCANNED = Slotted(_ScannedRequest, ("_names", "_values"))  # ext_fields: a property
-cdef Slotted _STATE = Slotted(_TopicState, (
-    "config", "queue_limit", "writable", "retry_group", "multi_tag",
-))
-cdef Slotted _MESSAGE = Slotted(_InnerMessage, (
-    "topic", "queue_id", "body", "properties", "flag", "sys_flag", "born_timestamp",
-    "born_host", "reconsume_times", "prepared_transaction_offset", "hints",
-))
+cdef object _MESSAGE = named_tuple(_InnerMessage)
+cdef object _HINTS = named_tuple(_DispatchHints)
+cdef object _READY = named_tuple(_Ready)
 
 # The header's fields: V2 names them a..m, V1 by these names, in the same order.
 DEF FIELDS = 13
@@ -52,7 +54,6 @@ _V1_KEYS = (
 )
 
 DEF MAX_ENTRIES = 64
-cdef int _MULTI_TAGS = 0x2
 
 
 cdef inline bint _int32(long long value) noexcept:
@@ -130,36 +131,42 @@ cdef object _same_or_decoded(const char *text, Py_ssize_t n, list memo):
 def prepare_plain(
     request,
     bint v2,
-    dict states,
+    dict topics,
     dict configs,
-    bytes cluster_entry,
+    rules,
     bytes born_host,
-    ready_type,
-    message_type,
-    hints_type,
 ):
-    """The ``Ready`` of a plain send, or None (see the module docstring).
-
-    ``cluster_entry`` is ``b"CLUSTER\\x01" + cluster`` in UTF-8; the caller has checked
-    that the broker is a writable master."""
+    """The ``Ready`` of a plain send, or None (see the module docstring). The caller has
+    checked that the broker is a writable master."""
     started = perf_counter()
     try:
-        return _plain(request, v2, states, configs, cluster_entry, born_host, ready_type,
-                      message_type, hints_type, started, [None])
+        return _plain(request, v2, topics, configs, _rules(rules), born_host, started, [None])
     except UnicodeEncodeError:
         return None  # lone surrogates: the Python path decides
+
+
+cdef tuple _rules(object rules):
+    """A ``PlainRules`` as the tuple it is."""
+    if not isinstance(rules, tuple) or len(<tuple>rules) != 3:
+        raise TypeError(f"{rules!r} is not a PlainRules")
+    return <tuple>rules
+
+
+cdef bint _named(const char *name, Py_ssize_t length, tuple names):
+    """The property name is one of ``names`` (bytes)."""
+    for word in names:
+        if _is(name, length, <bytes>word, len(<bytes>word)):
+            return True
+    return False
 
 
 cdef object _plain(
     object request,
     bint v2,
-    dict states,
+    dict topics,
     dict configs,
-    bytes cluster_entry,
+    tuple rules,
     bytes born_host,
-    object ready_type,
-    object message_type,
-    object hints_type,
     object started,
     list memo,
 ):
@@ -235,13 +242,16 @@ cdef object _plain(
         p = PyUnicode_AsUTF8AndSize(text, &plen)
         if _is(p, plen, "1", 1) or _true(p, plen):
             return None  # a batch
-    state = states.get(topic)
-    if type(state) is not _STATE.cls or _STATE.get(state, 0) is not configs.get(topic):
+    entry = topics.get(topic)
+    if not isinstance(entry, tuple) or len(<tuple>entry) != 3:  # a PlainTopic
         return None
-    if queue_id < 0 or queue_id >= _STATE.get(state, 1) or not _STATE.get(state, 2):
+    if (<tuple>entry)[0] is not configs.get(topic):
+        return None  # the topic's config changed: the Python code decides again
+    if queue_id < 0 or queue_id >= (<tuple>entry)[1]:
         return None
-    if _STATE.get(state, 3) is not None:
-        return None
+    cdef tuple forced = rules[0]
+    cdef bytes dropped = rules[1]
+    cdef bytes cluster_entry = rules[2]
     props = _field(found, 8)
     tags = keys_value = uniq = None
     if props:
@@ -260,11 +270,10 @@ cdef object _plain(
                 for j in range(count):
                     if seps[j] - starts[j] == sep - at and memcmp(p + starts[j], p + at, sep - at) == 0:
                         return None  # a repeated name: the Python dict's order and value
-                if (_is(p + at, sep - at, "DELAY", 5) or _is(p + at, sep - at, "TRAN_MSG", 8)
-                        or _is(p + at, sep - at, "CLUSTER", 7)):
+                if _named(p + at, sep - at, forced):
                     return None
                 keep[count] = True
-                if _is(p + at, sep - at, "WAIT", 4):
+                if _is(p + at, sep - at, dropped, len(dropped)):
                     keep[count] = False
                     wait_flush = _true(p + sep + 1, end - sep - 1)
                 elif _is(p + at, sep - at, "TAGS", 4):
@@ -280,7 +289,7 @@ cdef object _plain(
                     kept_len += end - at + 1
                 count += 1
             at = end + 1
-    # The stored properties: the entries as they came but WAIT, then CLUSTER.
+    # The stored properties: the entries as they came but the dropped one, then CLUSTER.
     cut = len(cluster_entry)
     stored = PyBytes_FromStringAndSize(NULL, kept_len + cut)
     out = PyBytes_AS_STRING(stored)
@@ -292,74 +301,46 @@ cdef object _plain(
             out[at] = c'\x02'
             at += 1
     memcpy(out + at, PyBytes_AS_STRING(cluster_entry), cut)
-    if _STATE.get(state, 4):
-        sys_flag |= _MULTI_TAGS
+    sys_flag |= <long long>(<tuple>entry)[2]
     body = _REQUEST.get(request, 1)
-    hints = new_tuple(hints_type, 3)
-    set_item(hints, 0, tags)
-    set_item(hints, 1, keys_value)
-    set_item(hints, 2, uniq)
-    if message_type is _MESSAGE.cls:
-        message = _MESSAGE.new()
-        _MESSAGE.set(message, 0, topic)
-        _MESSAGE.set(message, 1, queue_id)
-        _MESSAGE.set(message, 2, body)
-        _MESSAGE.set(message, 3, stored)
-        _MESSAGE.set(message, 4, flag)
-        _MESSAGE.set(message, 5, sys_flag)
-        _MESSAGE.set(message, 6, born_timestamp)
-        _MESSAGE.set(message, 7, born_host)
-        _MESSAGE.set(message, 8, reconsume)
-        _MESSAGE.set(message, 9, 0)
-        _MESSAGE.set(message, 10, hints)
-    else:
-        message = message_type(topic, queue_id, body, stored, flag, sys_flag, born_timestamp,
-                               born_host, reconsume, 0, hints)
-    ready = new_tuple(ready_type, 6)
-    set_item(ready, 0, (message,))
-    set_item(ready, 1, topic)
-    set_item(ready, 2, queue_id)
-    set_item(ready, 3, len(body))
-    set_item(ready, 4, wait_flush)
-    set_item(ready, 5, started)
-    return ready
-
+    hints = new_named(_HINTS, (tags, keys_value, uniq))
+    message = new_named(_MESSAGE, (topic, queue_id, body, stored, flag, sys_flag,
+                                   born_timestamp, born_host, reconsume, 0, hints))
+    return new_named(_READY, ((message,), topic, queue_id, len(body), wait_flush, started))
 
 
 def prepare_run(
     requests,
     check,
-    dict states,
+    dict topics,
     dict configs,
-    bytes cluster_entry,
+    rules,
     bytes born_host,
-    ready_type,
-    message_type,
-    hints_type,
     list replies,
     list ready,
     list messages,
 ):
     """``SendProcessor.send_many``'s preparation of a run, compiled: each request is
-    prepared by :func:`prepare_plain` or, when not plain, by ``check(request, v2)``; a
+    prepared as by :func:`prepare_plain` or, when not plain, by ``check(request, v2)``; a
     ready send's place and itself go to ``ready``, its messages to ``messages`` and None to
     ``replies``, a refusal to ``replies``. The plain sends of a run share one start time
     (their latencies are counted from the run's start)."""
     started = perf_counter()  # the run came in at once: one start for its plain sends
     cdef list tags_memo = [None]
+    cdef tuple plain_rules = _rules(rules)
     for request in requests:
         if type(request) is _REQUEST.cls or type(request) is _SCANNED.cls:
             v2 = _REQUEST.get(request, 2) != 10  # SEND_MESSAGE: V1 header names
         else:
             v2 = request.code != 10
         try:
-            prepared = _plain(request, v2, states, configs, cluster_entry, born_host,
-                              ready_type, message_type, hints_type, started, tags_memo)
+            prepared = _plain(request, v2, topics, configs, plain_rules, born_host, started,
+                              tags_memo)
         except UnicodeEncodeError:
             prepared = None
         if prepared is None:
             prepared = check(request, v2)
-        if isinstance(prepared, ready_type):
+        if isinstance(prepared, _Ready):
             ready.append((len(replies), prepared))
             made = (<tuple>prepared)[0]
             if type(made) is tuple and len(<tuple>made) == 1:

@@ -61,7 +61,13 @@ from rocketkube.broker import topics as topic_names
 from rocketkube.broker.context import BrokerContext, RoutePublisher
 from rocketkube.broker.processors import send_batch
 from rocketkube.broker.processors.send_answers import Reply, SendAnswers
-from rocketkube.broker.processors.send_state import Ready, TopicState, Waiting
+from rocketkube.broker.processors.send_state import (
+    PlainRules,
+    PlainTopic,
+    Ready,
+    TopicState,
+    Waiting,
+)
 from rocketkube.broker.settings import BrokerRole
 from rocketkube.broker.store import (
     DispatchHints,
@@ -70,7 +76,11 @@ from rocketkube.broker.store import (
 )
 from rocketkube.common import accelerators, errors
 from rocketkube.common.message import ids, sysflag
-from rocketkube.common.message.properties import decode_properties, encode_properties
+from rocketkube.common.message.properties import (
+    PropertyName,
+    decode_properties,
+    encode_properties,
+)
 from rocketkube.common.protocol import permission
 from rocketkube.common.protocol.send_headers import (
     SendFields,
@@ -88,10 +98,9 @@ from rocketkube.common.remoting.dispatch import BatchingProcessor, Processor
 __all__ = ["SendProcessor", "compiled_prepare_plain", "table"]
 
 PreparePlain: TypeAlias = Callable[
-    [RemotingCommand, bool, dict[str, TopicState], dict[str, TopicConfig], bytes, bytes,
-     type[Ready], type[InnerMessage], type[DispatchHints]],
+    [RemotingCommand, bool, dict[str, PlainTopic], dict[str, TopicConfig], PlainRules, bytes],
     Ready | None,
-]  # fmt: skip
+]
 
 #: Request version from which SEND's ``maxReconsumeTimes`` is honoured (V3_4_9).
 V3_4_9: Final = 121
@@ -111,9 +120,8 @@ _new: Final = tuple.__new__
 
 PrepareRun: TypeAlias = Callable[
     [Sequence[RemotingCommand], Callable[[RemotingCommand, bool], Ready | RemotingCommand],
-     dict[str, TopicState], dict[str, TopicConfig], bytes, bytes, type[Ready],
-     type[InnerMessage], type[DispatchHints], list[Reply | None], list[tuple[int, Ready]],
-     list[InnerMessage]],
+     dict[str, PlainTopic], dict[str, TopicConfig], PlainRules, bytes,
+     list[Reply | None], list[tuple[int, Ready]], list[InnerMessage]],
     None,
 ]  # fmt: skip
 
@@ -144,7 +152,15 @@ class SendProcessor:
         self._store = ctx.store
         self._topics = ctx.topics
         self._cluster = settings.broker_cluster_name
-        self._cluster_entry = f"CLUSTER\x01{self._cluster}".encode("utf-8", "replace")
+        # Sends with these properties are rewritten (schedule topic, half message) or
+        # carry a CLUSTER of their own: the Python code decides them.
+        forced = (PropertyName.DELAY, PropertyName.TRAN_MSG, PropertyName.CLUSTER)
+        self._rules = PlainRules(
+            tuple(name.encode() for name in forced),
+            PropertyName.WAIT.encode(),
+            f"{PropertyName.CLUSTER}\x01{self._cluster}".encode("utf-8", "replace"),
+        )
+        """What the compiled preparation is told of this broker (see :class:`PlainRules`)."""
         self._plain = compiled_prepare_plain()
         """Prepares a plain send as :meth:`_check` would, compiled; None: :meth:`_check`."""
         self._prepare_run = compiled_prepare_run()
@@ -155,6 +171,8 @@ class SendProcessor:
         self._broker_ip = settings.broker_ip1
         self._max_delay_level = len(settings.message_delay_level.split())
         self._states: dict[str, TopicState] = {}
+        self._plain_topics: dict[str, PlainTopic] = {}
+        """Each topic's :meth:`TopicState.plain`, where it has one."""
         self._hosts: dict[str, bytes] = {}
         self._created = False
         """A send being prepared created its topic: answers wait for the routes."""
@@ -196,9 +214,9 @@ class SendProcessor:
         run = self._prepare_run if self._plain is not None and self._writable_master() else None
         if run is not None:
             run(
-                requests, functools.partial(self._check, conn), self._states,
-                self._topics.table, self._cluster_entry, self._born_host(conn.remote_address),
-                Ready, InnerMessage, DispatchHints, replies, ready, messages,
+                requests, functools.partial(self._check, conn), self._plain_topics,
+                self._topics.table, self._rules, self._born_host(conn.remote_address),
+                replies, ready, messages,
             )  # fmt: skip
         else:
             for req in requests:
@@ -260,8 +278,8 @@ class SendProcessor:
         plain = self._plain
         if plain is not None and self._writable_master():
             ready = plain(
-                req, v2, self._states, self._topics.table, self._cluster_entry,
-                self._born_host(conn.remote_address), Ready, InnerMessage, DispatchHints,
+                req, v2, self._plain_topics, self._topics.table, self._rules,
+                self._born_host(conn.remote_address),
             )  # fmt: skip
             if ready is not None:
                 return ready
@@ -301,6 +319,7 @@ class SendProcessor:
             if isinstance(found, RemotingCommand):
                 return found
             state = found
+            self._remember_plain(topic, state)
         queue_id = h.queue_id
         if queue_id >= state.queue_limit:
             return self._fail(
@@ -437,6 +456,18 @@ class SendProcessor:
             states.clear()  # deleted topics leave states behind; rebuilt on next use
         states[topic] = state
         return state
+
+    def _remember_plain(self, topic: str, state: TopicState) -> None:
+        """Tell the compiled preparation what a plain send to ``topic`` may do now."""
+        plain = state.plain()
+        topics = self._plain_topics
+        if plain is None:
+            topics.pop(topic, None)
+            return
+        if len(topics) > 2 * len(self._topics.table) + 1024:
+            topics.clear()  # deleted topics leave entries behind: all made again, with
+            self._states.clear()  # the states, as each topic is next sent to
+        topics[topic] = plain
 
     def _dead_letter(
         self, h: SendFields, req: RemotingCommand, group: str, reconsume_times: int

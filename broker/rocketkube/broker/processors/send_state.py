@@ -9,11 +9,12 @@ from typing import Final, NamedTuple
 
 from rocketkube.broker import topics as topic_names
 from rocketkube.broker.store import InnerMessage, PutResult
+from rocketkube.common.message import sysflag
 from rocketkube.common.protocol import permission
 from rocketkube.common.protocol.topic_config import TopicConfig
 from rocketkube.common.remoting.deferred import DeferredReply
 
-__all__ = ["Ready", "TopicState", "Waiting"]
+__all__ = ["PlainRules", "PlainTopic", "Ready", "TopicState", "Waiting"]
 
 _RETRY: Final = topic_names.RETRY_GROUP_TOPIC_PREFIX
 
@@ -32,6 +33,14 @@ class TopicState:
         self.retry_group = topic[len(_RETRY) :] if topic.startswith(_RETRY) else None
         self.next_queue = random.randrange(1 << 16)
 
+    def plain(self) -> PlainTopic | None:
+        """What a plain send to this topic is told (see :class:`PlainTopic`), or None when
+        every send to it is decided by the Python code: not writable, or a retry topic."""
+        if not self.writable or self.retry_group is not None:
+            return None
+        return PlainTopic(self.config, self.queue_limit,
+                          sysflag.MULTI_TAGS_FLAG if self.multi_tag else 0)  # fmt: skip
+
     def pick_queue(self) -> int:
         """Round-robin over the write queues (-1 when there are none)."""
         count = self.config.write_queue_nums
@@ -39,6 +48,29 @@ class TopicState:
             return -1
         self.next_queue = turn = self.next_queue + 1
         return turn % count
+
+
+class PlainTopic(NamedTuple):
+    """A topic that a plain send may go to with no check but its queue: writable, not a
+    retry topic. Handed to the compiled preparation, which trusts it while the topic's
+    config is ``config``."""
+
+    config: TopicConfig
+    queue_limit: int
+    """Queue ids below it are valid."""
+    sys_flag: int
+    """Bits added to every message's sys flag (MULTI_TAGS)."""
+
+
+class PlainRules(NamedTuple):
+    """What the compiled preparation of a plain send is told of the broker, once."""
+
+    forced: tuple[bytes, ...]
+    """Property names whose sends the Python code decides (DELAY, TRAN_MSG, CLUSTER)."""
+    dropped: bytes
+    """The property not stored (WAIT): its value says whether to wait for the flush."""
+    cluster_entry: bytes
+    """``CLUSTER\x01<cluster>`` in UTF-8, appended to every stored message's properties."""
 
 
 class Ready(NamedTuple):

@@ -9,6 +9,7 @@ Modules (private layers under this public surface):
 - ``settings``       :class:`StoreConfig`, :class:`FlushDiskType`, store paths
 - ``model``          :class:`InnerMessage` in; put/get/query results and statuses out
 - ``commitlog``      segments, the append path, raw reads
+- ``reads``          a queue read: consume queue range -> zero-copy record views
 - ``mapped_file``    mapped segment files and their queue
 - ``consume_queue``  20-byte entries per (topic, queueId)
 - ``index``          the key index files
@@ -16,6 +17,9 @@ Modules (private layers under this public surface):
 - ``flush``          group commit, async flush, consume queue/index/checkpoint flush
 - ``checkpoint``     the checkpoint file
 - ``recovery``       clean and crash recovery
+- ``replica``        a slave's intake of its master's commit log
+- ``records``        messages -> record bytes, consume queue and index entries (compiled
+  when built: ``_records.pyx``)
 - ``retention``      deleting old segments and what is derived from them
 - ``disk_guard``     whether appends are taken: a full disk refuses them, never crashes
 - ``errors``         :class:`StoreError` and subclasses

@@ -24,50 +24,19 @@ from __future__ import annotations
 
 import logging
 import struct
-import typing
-from collections.abc import Callable, Iterator, Sequence
-from typing import TypeAlias
+from collections.abc import Iterator, Sequence
 
-from rocketkube.broker.store import errors, mapped_file, model, populate, settings
-from rocketkube.common import accelerators
+from rocketkube.broker.store import errors, mapped_file, model, populate, records, settings
 from rocketkube.common.message import record
 
 __all__ = ["CommitLog", "Scan"]
 
 _log = logging.getLogger(__name__)
 
-_PREPARED = 0x4
-_ROLLBACK = 0xC
-_TX_MASK = 0xC
 _BLANK_RESERVE = 8  # a record must leave room for the end-of-segment filler
 ALLOCATION_UNIT = 4 << 20
 """A segment's blocks are allocated 4 MiB at a time ahead of the writer (then doubling),
 not 1 GiB at once: the disk in use grows with the data, as with a sparse file."""
-
-EncodeRun: TypeAlias = Callable[
-    [record.WritableBuffer, int, int, Sequence[model.InnerMessage], dict[str, bytes],
-     dict[tuple[str, int], int], bytes, str, int, type[model.AppendResult]],
-    tuple[int, list[model.AppendResult]],
-]  # fmt: skip
-
-
-def compiled_encode_run() -> EncodeRun | None:
-    """The compiled append loop (``_append.pyx``), or None: not built, or turned off."""
-    return typing.cast(
-        "EncodeRun | None", accelerators.compiled("rocketkube.broker.store._append", "encode_run")
-    )
-
-
-def compiled_records_size() -> RecordsSize | None:
-    """The compiled fast path of ``CommitLog._validate`` (``_append.pyx``), or None."""
-    return typing.cast(
-        "RecordsSize | None",
-        accelerators.compiled("rocketkube.broker.store._append", "records_size"),
-    )
-
-
-RecordsSize: TypeAlias = Callable[[Sequence[model.InnerMessage], dict[str, bytes], int, int], int]
-
 
 _INT_FIELDS = ("queue_id", "flag", "sys_flag", "reconsume_times")
 _LONG_FIELDS = ("born_timestamp", "prepared_transaction_offset")
@@ -141,7 +110,6 @@ class CommitLog:
         self.file_size = config.mapped_file_size_commit_log
         self.max_body_size = config.max_message_size
         self.store_host = store_host
-        self.host_hex = store_host.hex().upper()
         self._fixed_size = record.record_size(0, 0, 0, 0, len(store_host))
         """A record's size without its born host, body, topic and properties."""
         self.queue_offsets: dict[tuple[str, int], int] = {}
@@ -153,10 +121,8 @@ class CommitLog:
         self._topics: dict[str, bytes] = {}
         self._populator = populate.AheadPopulator()
         """Maps the pages ahead of the writer, in a worker thread."""
-        self._encode_run = compiled_encode_run() or self.encode_run
-        """Writes a run of records: the compiled twin of :meth:`encode_run` when built."""
-        self._records_size = compiled_records_size()
-        """Sizes a run whose every topic is known (compiled); -1 leaves it to the loop."""
+        self._records = records.implementation()
+        """Sizes and writes runs of records (compiled when built)."""
 
     # -- offsets ---------------------------------------------------------------------------
 
@@ -187,11 +153,10 @@ class CommitLog:
 
     def _validate(self, messages: Sequence[model.InnerMessage]) -> tuple[int, str]:
         """Total size of the records, or ``(-status-code, error)`` when one is illegal."""
-        if self._records_size is not None:
-            total = self._records_size(messages, self._topics, self._fixed_size,
-                                       self.max_body_size)  # fmt: skip
-            if 0 <= total <= self.file_size - _BLANK_RESERVE:
-                return total, ""
+        total = self._records.records_size(messages, self._topics, self._fixed_size,
+                                           self.max_body_size)  # fmt: skip
+        if 0 <= total <= self.file_size - _BLANK_RESERVE:
+            return total, ""
         topics = self._topics
         max_body = self.max_body_size
         fixed = self._fixed_size
@@ -271,13 +236,13 @@ class CommitLog:
             _log.error("cannot reserve commit log pages: %s", exc)
             return model.PutStatus.SERVICE_NOT_AVAILABLE, f"disk: {exc}", []
         try:
-            pos, appended = self._encode_run(
-                mapped.mm, mapped.wrote, mapped.start, messages, self._topics,
-                self.queue_offsets, self.store_host, self.host_hex, now, model.AppendResult,
+            pos, appended = self._records.encode_records(
+                messages, mapped.mm, mapped.wrote, mapped.start, topics=self._topics,
+                queue_offsets=self.queue_offsets, store_host=self.store_host, now=now,
             )  # fmt: skip
         except (struct.error, OverflowError, ValueError, TypeError, KeyError) as exc:
             # _validate lets nothing through that cannot be encoded; should a message still
-            # fail, the run is not stored: no queue offset taken (encode_run leaves the table
+            # fail, the run is not stored: no queue offset taken (the table is left
             # as it was), and the records already written are zeroed, so that no recovery
             # can find them.
             mapped.mm[mapped.wrote : mapped.wrote + total] = bytes(total)
@@ -286,69 +251,6 @@ class CommitLog:
         mapped.wrote = pos
         self.last_store_timestamp = now
         return model.PutStatus.PUT_OK, "", appended
-
-    @staticmethod
-    def encode_run(
-        mm: record.WritableBuffer,
-        pos: int,
-        base: int,
-        messages: Sequence[model.InnerMessage],
-        topics: dict[str, bytes],
-        queue_offsets: dict[tuple[str, int], int],
-        host: bytes,
-        host_hex: str,
-        now: int,
-        result: type[model.AppendResult],
-    ) -> tuple[int, list[model.AppendResult]]:
-        """Write ``messages`` as records from ``mm[pos]`` (log offset ``base + pos``): the
-        end position and each one's result. ``topics`` holds each topic's UTF-8; each
-        ``(topic, queueId)`` gets and advances its next queue offset (PREPARED and
-        ROLLBACK transaction parts get 0 and do not advance it).
-
-        All or nothing for ``queue_offsets``: a message that cannot be encoded raises
-        (``struct.error``, ``OverflowError``, ...) with the table as it was before the run;
-        the bytes already written are the caller's to discard."""
-        encode_into = record.encode_into
-        appended: list[model.AppendResult] = []
-        add = appended.append
-        new = tuple.__new__
-        taken: dict[tuple[str, int], int] = {}
-        """Next queue offsets of the run, into ``queue_offsets`` once every record is written."""
-        for message in messages:
-            sys_flag = message.sys_flag
-            tx = sys_flag & _TX_MASK
-            if tx in (_PREPARED, _ROLLBACK):
-                queue_offset = 0
-            else:
-                key = (message.topic, message.queue_id)
-                queue_offset = taken.get(key, -1)
-                if queue_offset < 0:
-                    queue_offset = queue_offsets.get(key, 0)
-                taken[key] = queue_offset + 1
-            phys = base + pos
-            size = encode_into(
-                mm,
-                pos,
-                topic=topics[message.topic],
-                queue_id=message.queue_id,
-                flag=message.flag,
-                queue_offset=queue_offset,
-                physical_offset=phys,
-                sys_flag=sys_flag,
-                born_timestamp=message.born_timestamp,
-                born_host=message.born_host,
-                store_timestamp=now,
-                store_host=host,
-                reconsume_times=message.reconsume_times,
-                prepared_transaction_offset=message.prepared_transaction_offset,
-                body=message.body,
-                properties=message.properties,
-            )
-            # Without AppendResult's __new__, a Python function (0.1 us a message).
-            add(new(result, (phys, size, queue_offset, f"{host_hex}{phys:016X}", now)))
-            pos += size
-        queue_offsets.update(taken)
-        return pos, appended
 
     def append_replica(self, offset: int, data: bytes | bytearray | memoryview) -> None:
         """Write bytes copied from a master's commit log (a slave's append).

@@ -111,6 +111,24 @@ class ConsumeQueue:
             ENTRY.pack_into(last.mm, last.wrote, phys, size, tags_code)
             last.wrote += UNIT
 
+    def put_entries(self, queue_offset: int, entries: bytes | bytearray) -> None:
+        """:meth:`put` each of ``entries`` (20 bytes each, back to back) from
+        ``queue_offset`` on; at once when they go right after the last one into the last
+        file's allocated room, as they nearly always do."""
+        pos = queue_offset * UNIT
+        last = self.files.last
+        size = len(entries)
+        if (
+            last is not None
+            and pos == last.start + last.wrote
+            and last.wrote + size <= last.allocated
+        ):
+            last.mm[last.wrote : last.wrote + size] = entries
+            last.wrote += size
+            return
+        for at, (phys, length, tags_code) in enumerate(ENTRY.iter_unpack(entries)):
+            self.put(queue_offset + at, phys, length, tags_code)
+
     def ready(self, queue_offset: int, count: int) -> bool:
         """Whether the ``count`` entries from ``queue_offset`` go right after the last one
         into the last file's allocated room (what :meth:`put` writes without more ado)."""

@@ -24,23 +24,21 @@ a message whose sender decoded them already, taken from its ``hints``.
 from __future__ import annotations
 
 import logging
-import typing
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Final, TypeAlias
 
-from rocketkube.broker.store import consume_queue, index, model, settings
-from rocketkube.common import accelerators
-from rocketkube.common.message import hashing, record
+from rocketkube.broker.store import consume_queue, index, model, records, settings
+from rocketkube.common.message import hashing, record, sysflag
 
 __all__ = ["SCHEDULE_TOPIC", "Dispatcher", "property_value"]
 
 _log = logging.getLogger(__name__)
 
 SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
-_PREPARED: Final = 0x4
-_ROLLBACK: Final = 0xC
-_TX_MASK: Final = 0xC
+_PREPARED: Final = sysflag.TRANSACTION_PREPARED_TYPE
+_ROLLBACK: Final = sysflag.TRANSACTION_ROLLBACK_TYPE
+_TX_MASK: Final = sysflag.TRANSACTION_MASK
 _TAGS: Final = b"TAGS\x01"
 _KEYS: Final = b"KEYS\x01"
 _UNIQ_KEY: Final = b"UNIQ_KEY\x01"
@@ -70,33 +68,7 @@ def property_value(properties: bytes, name: bytes) -> bytes | None:
 
 
 Arrived: TypeAlias = dict[tuple[str, int], tuple[consume_queue.ConsumeQueue, list[int]]]
-DispatchRun: TypeAlias = Callable[
-    ["Dispatcher", Sequence[model.InnerMessage], Sequence[model.AppendResult],
-     list[tuple[int, int, int]] | None, Arrived],
-    None,
-]  # fmt: skip
-
-
-Unready: TypeAlias = Callable[
-    [Sequence[model.InnerMessage], dict[tuple[str, int], consume_queue.ConsumeQueue],
-     dict[tuple[str, int], int]],
-    list[tuple[str, int]],
-]  # fmt: skip
-
-
-def compiled_dispatch_run() -> DispatchRun | None:
-    """The compiled dispatch loop (``_dispatch.pyx``), or None: not built, or turned off."""
-    return typing.cast(
-        "DispatchRun | None",
-        accelerators.compiled("rocketkube.broker.store._dispatch", "dispatch_run"),
-    )
-
-
-def compiled_unready() -> Unready | None:
-    """The compiled :meth:`Dispatcher.unready` (``_dispatch.pyx``), or None."""
-    return typing.cast(
-        "Unready | None", accelerators.compiled("rocketkube.broker.store._dispatch", "unready")
-    )
+"""Each queue that grew in a batch, with the tags codes of its new entries."""
 
 
 class Dispatcher:
@@ -114,10 +86,8 @@ class Dispatcher:
         self._tags: dict[str, int] = {}
         self._seeds: dict[str, int] = {}
         self.listeners: list[model.ArrivalListener] = []
-        self._dispatch_run = compiled_dispatch_run() or Dispatcher.dispatch_run
-        """:meth:`dispatch_run`, or its compiled twin when built."""
-        self._unready = compiled_unready() or Dispatcher.unready
-        """:meth:`unready`, or its compiled twin when built."""
+        self._records = records.implementation()
+        """Turns runs into consume queue and index entries (compiled when built)."""
 
     # -- codes -----------------------------------------------------------------------------
 
@@ -185,7 +155,7 @@ class Dispatcher:
         having written nothing but blank entries."""
         count = len(messages)
         queues = self._queues
-        for key in self._unready(messages, queues.queues, queue_offsets):
+        for key in self.unready(messages, queue_offsets):
             queue = queues.find_or_create(*key)
             try:
                 queue.reserve(queue_offsets.get(key, 0), count)
@@ -195,25 +165,18 @@ class Dispatcher:
         if self._index is not None:
             self._index.reserve(_KEYS_RESERVED * count)
 
-    @staticmethod
     def unready(
-        messages: Sequence[model.InnerMessage],
-        queues: dict[tuple[str, int], consume_queue.ConsumeQueue],
-        queue_offsets: dict[tuple[str, int], int],
+        self, messages: Sequence[model.InnerMessage], queue_offsets: dict[tuple[str, int], int]
     ) -> list[tuple[str, int]]:
         """The ``(topic, queueId)`` of each consume queue the messages get an entry in
         (not PREPARED or ROLLBACK transaction parts) that is not ready for
         ``len(messages)`` entries from its next queue offset (``queue_offsets``; see
         :meth:`~.consume_queue.ConsumeQueue.ready`), in order of first appearance. Usually
-        none: this runs before every append, and is compiled in ``_dispatch.pyx``."""
+        none: this runs before every append."""
         count = len(messages)
-        keys: dict[tuple[str, int], None] = {}
-        for message in messages:
-            tx = message.sys_flag & _TX_MASK
-            if tx != _PREPARED and tx != _ROLLBACK:
-                keys[(message.topic, message.queue_id)] = None
+        queues = self._queues.queues
         out: list[tuple[str, int]] = []
-        for key in keys:
+        for key in self._records.queue_keys(messages):
             queue = queues.get(key)
             if queue is None or not queue.ready(queue_offsets.get(key, 0), count):
                 out.append(key)
@@ -222,60 +185,27 @@ class Dispatcher:
     def dispatch_appended(
         self, messages: Sequence[model.InnerMessage], results: Sequence[model.AppendResult]
     ) -> None:
-        """Dispatch a just-appended batch, then notify the arrival listeners.
-
-        Index entries of the whole batch are collected first and added in one call (one
+        """Dispatch a just-appended batch, then notify the arrival listeners: its consume
+        queue entries written queue by queue, its index entries added in one call (one
         header update per batch)."""
         keyed: list[tuple[int, int, int]] | None = [] if self._index is not None else None
-        arrived: dict[tuple[str, int], tuple[consume_queue.ConsumeQueue, list[int]]] = {}
-        self._dispatch_run(self, messages, results, keyed, arrived)
+        runs = self._records.queue_entries(
+            messages, results, keyed, tag_codes=self._tags, seeds=self._seeds,
+            timed_topic=SCHEDULE_TOPIC, tags_code=self.tags_code, index_keys=self._index_keys,
+        )  # fmt: skip
+        arrived: Arrived = {}
+        queues = self._queues
+        for key, (first, entries, codes) in runs.items():
+            queue = queues.find_or_create(*key)
+            queue.put_entries(first, entries)
+            arrived[key] = (queue, codes)
         if keyed:
             assert self._index is not None
             self._index.add_many(keyed)
         if self.listeners and arrived:
             self._notify(arrived)
 
-    def dispatch_run(
-        self,
-        messages: Sequence[model.InnerMessage],
-        results: Sequence[model.AppendResult],
-        keyed: list[tuple[int, int, int]] | None,
-        arrived: dict[tuple[str, int], tuple[consume_queue.ConsumeQueue, list[int]]],
-    ) -> None:
-        """Consume queue entries of a just-appended run now; its index entries appended to
-        ``keyed`` (None: no index) and each queue that grew in ``arrived``, with its tags
-        codes. (``_dispatch.pyx`` is this loop compiled.)"""
-        queues = self._queues
-        queue: consume_queue.ConsumeQueue | None = None
-        codes: list[int] = []
-        last_key: tuple[str, int] | None = None
-        tags_code = self.tags_code
-        for message, result in zip(messages, results, strict=True):
-            topic = message.topic
-            tx = message.sys_flag & _TX_MASK
-            properties = message.properties
-            if tx != _PREPARED and tx != _ROLLBACK:
-                key = (topic, message.queue_id)
-                if key != last_key:
-                    found = arrived.get(key)
-                    if found is None:
-                        queue = queues.find_or_create(topic, message.queue_id)
-                        codes = []
-                        arrived[key] = (queue, codes)
-                    else:
-                        queue, codes = found
-                    last_key = key
-                assert queue is not None
-                code = tags_code(topic, properties, result.store_timestamp, message.hints)
-                queue.put(result.queue_offset, result.physical_offset, result.size, code)
-                codes.append(code)
-            if keyed is not None and tx != _ROLLBACK:
-                self._index_keys(topic, properties, result.physical_offset,
-                                 result.store_timestamp, keyed, message.hints)  # fmt: skip
-
-    def _notify(
-        self, arrived: dict[tuple[str, int], tuple[consume_queue.ConsumeQueue, list[int]]]
-    ) -> None:
+    def _notify(self, arrived: Arrived) -> None:
         for (topic, queue_id), (queue, codes) in arrived.items():
             max_offset = queue.max_offset
             for listener in self.listeners:
@@ -288,7 +218,7 @@ class Dispatcher:
         """Dispatch records read from the commit log rather than appended here: recovery
         (before any listener is added) and a slave's copy of its master's log."""
         keyed: list[tuple[int, int, int]] | None = [] if self._index is not None else None
-        arrived: dict[tuple[str, int], tuple[consume_queue.ConsumeQueue, list[int]]] = {}
+        arrived: Arrived = {}
         for meta in metas:
             tx = meta.sys_flag & _TX_MASK
             if tx != _PREPARED and tx != _ROLLBACK:

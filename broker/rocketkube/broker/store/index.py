@@ -41,14 +41,12 @@ import mmap
 import os
 import struct
 import time
-import typing
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final, TypeAlias
+from typing import Final
 
-from rocketkube.broker.store import mapped_file, settings
-from rocketkube.common import accelerators
+from rocketkube.broker.store import mapped_file, records, settings
 
 __all__ = ["IndexFile", "IndexService", "key_hash"]
 
@@ -56,12 +54,12 @@ _log = logging.getLogger(__name__)
 
 _HEADER: Final = struct.Struct(">qqqqii")
 _HEADER_SIZE: Final = 40
-_SLOT: Final = struct.Struct(">i")
-_ENTRY: Final = struct.Struct(">iqii")
+_SLOT: Final = records.INDEX_SLOT
+_ENTRY: Final = records.INDEX_ENTRY
 _ENTRY_SIZE: Final = 20
 _INT_MAX: Final = 0x7FFFFFFF
 _ZERO_ENTRY: Final = bytes(_ENTRY_SIZE)
-_PAGE_SHIFT: Final = 12
+_PAGE_SHIFT: Final = records.INDEX_PAGE_SHIFT
 ALLOCATION_UNIT: Final = 1 << 20
 """Entries are allocated 1 MiB (52,428 entries) at a time, then doubling."""
 
@@ -169,55 +167,27 @@ class IndexFile:
         if self._slot_base == 0:
             self._dirty.add(slot_pos >> _PAGE_SHIFT)
 
-    def put_many(self, entries: list[tuple[int, int, int]], start: int) -> int:
+    def put_many(
+        self, entries: list[tuple[int, int, int]], start: int, writer: records.Implementation
+    ) -> int:
         """Add ``(keyHash, phyOffset, storeTimestamp)`` entries from ``entries[start]`` on
-        until the file's allocated entries are used up (:attr:`writable_num`); returns the
-        position of the first entry not added.
-
-        One call per dispatch batch with the attributes held in locals: the per-key work
-        is two ``pack_into`` and one ``unpack_from``, and Python call and attribute
-        overhead would otherwise cost more than that.
-        """
-        slots = self._slots
-        base = self._slot_base
+        until the file's allocated entries are used up (:attr:`writable_num`), written by
+        ``writer.put_index_entries``; returns the position of the first entry not added."""
+        if start >= len(entries) or self.count >= self.writable_num:
+            return start
+        if self.count <= 1:
+            _key, self.begin_phys, self.begin_ts = entries[start]
         # Pages changed are tracked in the shadow only, and only until the next flush is
         # going to copy the whole table anyway.
-        tracked = base == 0 and len(self._dirty) <= self._whole_flush_pages
-        dirty = self._dirty if tracked else None
-        slot_num = self.slot_num
-        mm = self.mapped.mm
-        entries_at = self.entries_at
-        unpack_slot = _SLOT.unpack_from
-        pack_slot = _SLOT.pack_into
-        pack_entry = _ENTRY.pack_into
-        number = self.count
-        limit = self.writable_num
-        used = self.slots_used
-        begin_ts = self.begin_ts
-        at = start
-        stop = len(entries)
-        while at < stop and number < limit:
-            key_hash, phys, store_ts = entries[at]
-            slot_pos = (key_hash % slot_num) * 4
-            (head,) = unpack_slot(slots, base + slot_pos)
-            if head <= 0 or head >= number:
-                head = 0
-                used += 1
-            if number <= 1:
-                self.begin_ts = begin_ts = store_ts
-                self.begin_phys = phys
-            diff = (store_ts - begin_ts) // 1000 if begin_ts > 0 else 0
-            diff = 0 if diff < 0 else _INT_MAX if diff > _INT_MAX else diff
-            pack_entry(mm, entries_at + number * _ENTRY_SIZE, key_hash, phys, diff, head)
-            pack_slot(slots, base + slot_pos, number)
-            if dirty is not None:
-                dirty.add(slot_pos >> _PAGE_SHIFT)
-            number += 1
-            at += 1
-        if at > start:
-            _key, self.end_phys, self.end_ts = entries[at - 1]
-        self.count = number
-        self.slots_used = used
+        tracked = self._slot_base == 0 and len(self._dirty) <= self._whole_flush_pages
+        at, self.count, used = writer.put_index_entries(
+            entries, start, slots=self._slots, slot_base=self._slot_base,
+            slot_num=self.slot_num, file=self.mapped.mm, entries_at=self.entries_at,
+            count=self.count, limit=self.writable_num, begin_ts=self.begin_ts,
+            dirty=self._dirty if tracked else None,
+        )  # fmt: skip
+        self.slots_used += used
+        _key, self.end_phys, self.end_ts = entries[at - 1]
         return at
 
     def write_header(self) -> None:
@@ -338,23 +308,13 @@ class IndexFile:
             self.write_header()
 
 
-PutMany: TypeAlias = Callable[[IndexFile, list[tuple[int, int, int]], int], int]
-
-
-def compiled_put_many() -> PutMany | None:
-    """The compiled twin of :meth:`IndexFile.put_many`, or None: not built, or turned off."""
-    return typing.cast(
-        "PutMany | None", accelerators.compiled("rocketkube.broker.store._index", "put_many")
-    )
-
-
 class IndexService:
     """The index files, newest last; builds entries and answers key queries."""
 
     def __init__(self, paths: settings.StorePaths, config: settings.StoreConfig,
                  clock: Callable[[], int]) -> None:  # fmt: skip
-        self._put_many = compiled_put_many() or IndexFile.put_many
-        """:meth:`IndexFile.put_many`, or its compiled twin when built."""
+        self._records = records.implementation()
+        """Writes index entries (compiled when built)."""
         self._directory = paths.index
         self.slot_num = config.max_hash_slot_num
         self.index_num = config.max_index_num
@@ -423,7 +383,7 @@ class IndexService:
                     current = self._new_file()
                 elif current.count >= current.writable_num:
                     current.grow(current.count + len(entries) - at)
-                at = self._put_many(current, entries, at)
+                at = current.put_many(entries, at, self._records)
                 if at >= len(entries):
                     break
         except OSError as exc:

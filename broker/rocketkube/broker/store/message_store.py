@@ -9,8 +9,10 @@ Owns the parts and their life cycle::
                     index room: a full disk refuses here, nothing written) -> append
                     (commitlog) -> dispatch (consume queues, index, listeners)
                     -> SYNC_FLUSH ticket (flush)
-    append_replica() a slave's raw copy of its master's log -> dispatch of whole records
+    append_replica() a slave's raw copy of its master's log -> dispatch of whole
+                    records (replica)
     get_messages()  consume queue range -> tag filter -> zero-copy commit log views
+                    (reads)
     await shutdown() flush everything, write a clean checkpoint, remove abort, unlock
 
 Appends and reads run on the event loop thread and never block on disk: writes go into
@@ -45,12 +47,14 @@ from rocketkube.broker.store import (
     mapped_file,
     memory,
     model,
+    reads,
     recovery,
+    replica,
     retention,
     settings,
 )
 from rocketkube.common import atomic_file
-from rocketkube.common.message import ids, record, sysflag
+from rocketkube.common.message import ids, record
 from rocketkube.common.message import model as message_model
 
 __all__ = ["MessageStore"]
@@ -59,8 +63,6 @@ _log = logging.getLogger(__name__)
 
 _UNIQ_KEY = b"UNIQ_KEY\x01"
 _KEYS = b"KEYS\x01"
-_SCAN_MIN_BYTES = 16_000  # a pull reads at least this much of the consume queue
-_NOT_QUEUED = (sysflag.TRANSACTION_PREPARED_TYPE, sysflag.TRANSACTION_ROLLBACK_TYPE)
 
 
 def _now_ms() -> int:
@@ -81,8 +83,6 @@ class MessageStore:
         memory_bytes: Callable[[], int] = memory.total_memory_bytes,
     ) -> None:
         self.config = config
-        #: Bytes behind the log's end still "in memory" (accessMessageInMemoryMaxRatio).
-        self._in_memory = memory_bytes() * config.access_message_in_memory_max_ratio // 100
         self.paths = settings.StorePaths(config.store_path_root_dir)
         self._clock = clock
         self._fsync = fsync
@@ -97,6 +97,7 @@ class MessageStore:
             index.IndexService(self.paths, config, clock) if config.message_index_enable else None
         )
         self._checkpoint = checkpoint.Checkpoint(self.paths.checkpoint)
+        self._reads = reads.QueueReads(self._log, self._queues, config, memory_bytes())
         self._dispatcher = dispatch.Dispatcher(self._queues, self._index, config)
         self._log_flusher = flush.CommitLogFlusher(self._log, config, log_sync)
         self._logics_flusher = flush.LogicsFlusher(
@@ -114,8 +115,7 @@ class MessageStore:
         self._open = False
         self._started = False
         self._append_listeners: list[Callable[[int], None]] = []
-        self._replica_dispatched: int | None = None  # set by a slave's first append_replica
-        self._replica_stuck_at = -1
+        self._replica = replica.ReplicaIntake(self._log, self._dispatcher)
         self.recovery: recovery.RecoveryReport | None = None
         """What the last :meth:`open` found."""
 
@@ -238,7 +238,7 @@ class MessageStore:
             self._retention_task = None
         await self._log_flusher.stop()
         await self._logics_flusher.stop()
-        self._drop_unfinished_replica()
+        self._replica.drop_unfinished()
         end = self._log.max_offset
         try:
             await self._logics_flusher.flush(clean_max_offset=end)
@@ -259,7 +259,7 @@ class MessageStore:
         if self._started:
             raise RuntimeError("the store was started on an event loop: await shutdown()")
         self._open = False
-        self._drop_unfinished_replica()
+        self._replica.drop_unfinished()
         try:
             self._sync_all_blocking()
             point = self._checkpoint
@@ -276,13 +276,6 @@ class MessageStore:
             atomic_file.fsync_dir(self.paths.root)
         self._close_files()
         self._release_lock()
-
-    def _drop_unfinished_replica(self) -> None:
-        """On a slave, cut the log after its last whole record before a clean shutdown: a
-        clean restart trusts the end, and the master sends the rest again from there."""
-        end = self._replica_dispatched
-        if end is not None and end < self._log.max_offset:
-            self._log.truncate(end)
 
     def close_abruptly(self) -> None:
         """Drop everything without flushing, leaving ``abort`` (simulates a crash)."""
@@ -362,59 +355,10 @@ class MessageStore:
         ``OSError`` when they cannot be written (nothing was)."""
         if not self._open:
             raise errors.StoreError("store closed")
-        if self._replica_dispatched is None:
-            self._replica_dispatched = self._log.max_offset
-        self._log.append_replica(offset, data)
-        self._dispatch_replicated()
+        self._replica.append(offset, data)
         if self._sync_mode:
             self._log_flusher.ticket()  # a slave does not wait, but SYNC_FLUSH flushes now
         return self._log.max_offset
-
-    def _dispatch_replicated(self) -> None:
-        assert self._replica_dispatched is not None
-        at = max(self._replica_dispatched, self._log.min_offset)  # an empty log starts late
-        files = self._log.files
-        mapped = files.find(at)
-        metas: list[record.RecordMeta] = []
-        while mapped is not None:
-            pos = at - mapped.start
-            if pos + 8 > mapped.wrote:
-                if not mapped.is_full:
-                    break
-                at = mapped.end  # a tail too short for a blank filler
-                mapped = files.find(at)
-                continue
-            total = int.from_bytes(mapped.view[pos : pos + 4], "big")
-            if 8 <= total <= mapped.size - pos and pos + total > mapped.wrote:
-                break  # the rest of this record has not arrived yet
-            size = record.check(mapped.view, pos, mapped.wrote, expected_offset=at)
-            if size > 0:
-                metas.append(record.read_meta(mapped.view, pos))
-                at += size
-            elif size == record.CHECK_BLANK:
-                at = mapped.end
-                mapped = files.find(at)
-            else:
-                if self._replica_stuck_at != at:
-                    self._replica_stuck_at = at
-                    _log.error("replicated commit log data at %d is not a valid record: "
-                               "consume queues stop there", at)  # fmt: skip
-                break
-        if metas:
-            try:
-                self._dispatcher.dispatch_records(metas)
-            except OSError as exc:
-                if self._replica_stuck_at != metas[0].physical_offset:
-                    self._replica_stuck_at = metas[0].physical_offset
-                    _log.error("replicated records from %d not dispatched yet: %s",
-                               metas[0].physical_offset, exc)  # fmt: skip
-                return
-            table = self._log.queue_offsets
-            for meta in metas:
-                if meta.sys_flag & sysflag.TRANSACTION_MASK not in _NOT_QUEUED:
-                    table[(meta.topic, meta.queue_id)] = meta.queue_offset + 1
-            self._log.last_store_timestamp = metas[-1].store_timestamp
-        self._replica_dispatched = at
 
     def add_arrival_listener(self, listener: model.ArrivalListener) -> None:
         """Call ``listener(topic, queue_id, max_offset, tags_codes)`` once per append batch
@@ -444,84 +388,8 @@ class MessageStore:
     ) -> model.GetResult:
         """Read up to ``max_nums`` messages of a queue from ``offset`` (docs/store.md §10);
         ``record_filter`` sees each record the tag filter kept."""
-        status = model.GetStatus
-        queue = self._queues.find(topic, queue_id)
-        if queue is None:
-            return model.GetResult(status.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
-        low, high = queue.min_offset, queue.max_offset
-        if high == 0:
-            return model.GetResult(status.NO_MESSAGE_IN_QUEUE, 0, low, high)
-        if offset < low:
-            return model.GetResult(status.OFFSET_TOO_SMALL, low, low, high)
-        if offset == high:
-            return model.GetResult(status.OFFSET_OVERFLOW_ONE, offset, low, high)
-        if offset > high:
-            return model.GetResult(status.OFFSET_OVERFLOW_BADLY, high, low, high)
-        entries = queue.entries(offset, max(_SCAN_MIN_BYTES, max_nums * 20))
-        if entries is None:
-            return model.GetResult(
-                status.OFFSET_FOUND_NULL, queue.next_file_offset(offset), low, high
-            )
-        result = model.GetResult(status.NO_MATCHED_MESSAGE, offset, low, high)
-        self._collect(result, entries, offset, max_nums, tag_filter, record_filter)
-        return result
-
-    def _collect(
-        self,
-        result: model.GetResult,
-        entries: memoryview,
-        offset: int,
-        max_nums: int,
-        tag_filter: model.TagFilter | None,
-        record_filter: model.RecordFilter | None,
-    ) -> None:
-        log = self._log
-        min_phys = log.min_offset
-        max_bytes = self.config.max_transfer_bytes_on_message_in_memory
-        max_count = min(max_nums, self.config.max_transfer_count_on_message_in_memory)
-        spans: list[list[int]] = []  # [segment-relative start, end, segment index]
-        files = log.files.files
-        first_start = files[0].start if files else 0
-        file_size = log.file_size
-        offsets = result.queue_offsets
-        total = 0
-        scanned = 0
-        removed = False
-        phys = log_end = log.max_offset
-        for phys, size, tags in consume_queue.ENTRY.iter_unpack(entries):
-            if offsets and (len(offsets) >= max_count or total + size > max_bytes):
-                break
-            scanned += 1
-            if size == consume_queue.BLANK_SIZE or size <= 0:
-                continue
-            if phys < min_phys:
-                removed = True
-                continue
-            if tag_filter is not None and not tag_filter(tags):
-                continue
-            which = (phys - first_start) // file_size
-            if which >= len(files) or phys - files[which].start + size > files[which].wrote:
-                removed = True  # points past the log end: skip, as Java skips lost records
-                continue
-            pos = phys - files[which].start
-            if record_filter is not None and not record_filter(files[which].view[pos : pos + size]):
-                continue
-            if spans and spans[-1][2] == which and spans[-1][1] == pos:
-                spans[-1][1] = pos + size
-            else:
-                spans.append([pos, pos + size, which])
-            offsets.append(offset + scanned - 1)
-            total += size
-        result.next_begin_offset = offset + scanned
-        # Java's test: how far the last entry read (kept or not) lies behind the log's end
-        result.suggest_pulling_from_slave = log_end - phys > self._in_memory
-        result.buffers = [files[which].view[start:end] for start, end, which in spans]
-        result.message_count = len(offsets)
-        result.total_size = total
-        if offsets:
-            result.status = model.GetStatus.FOUND
-        elif removed:
-            result.status = model.GetStatus.MESSAGE_WAS_REMOVING
+        return self._reads.get_messages(topic, queue_id, offset, max_nums, tag_filter,
+                                        record_filter)  # fmt: skip
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         """The queue's next offset (GET_MAX_OFFSET); 0 when the queue does not exist."""
@@ -629,9 +497,8 @@ class MessageStore:
         """Commit log offset up to which consume queues and index are built: the commit
         log end (dispatch is synchronous), but on a slave the end of the last whole
         record copied from the master."""
-        if self._replica_dispatched is not None:
-            return self._replica_dispatched
-        return self._log.max_offset
+        dispatched = self._replica.dispatched
+        return self._log.max_offset if dispatched is None else dispatched
 
     @property
     def flush_count(self) -> int:

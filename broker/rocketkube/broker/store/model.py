@@ -55,13 +55,14 @@ class DispatchHints(NamedTuple):
     uniq_key: str | None
 
 
-@dataclass(slots=True)
-class InnerMessage:
+class InnerMessage(NamedTuple):
     """One message to append.
 
     ``properties`` is the UTF-8 properties string (docs/protocol.md §9.2) as it will be
     stored; TAGS, KEYS, UNIQ_KEY and DELAY are read from it for the consume queue and the
     index, unless ``hints`` gives them. Hosts are packed (``ids.pack_host``: 8 bytes IPv4, 20 IPv6).
+
+    A named tuple: plain data that the store's compiled records module reads by position.
     """
 
     topic: str
