@@ -7,6 +7,8 @@ import pytest
 from rocketkube.broker.accelerated import accelerated
 from rocketkube.common import accelerators
 
+pytestmark = pytest.mark.compiled
+
 ALL = [
     "frame scan",
     "answer frames",

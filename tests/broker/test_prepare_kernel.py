@@ -24,7 +24,10 @@ from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection
 
 PLAIN = send.compiled_prepare_plain()
-pytestmark = pytest.mark.skipif(PLAIN is None, reason="accelerators not built")
+pytestmark = [
+    pytest.mark.compiled,
+    pytest.mark.skipif(PLAIN is None, reason="accelerators not built"),
+]
 TOPIC = "PlainTopic"
 
 

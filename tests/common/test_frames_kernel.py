@@ -23,7 +23,10 @@ from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.deferred import DeferredReply
 
 COMPILED = frame.compiled_scan()
-pytestmark = pytest.mark.skipif(COMPILED is None, reason="accelerators not built")
+pytestmark = [
+    pytest.mark.compiled,
+    pytest.mark.skipif(COMPILED is None, reason="accelerators not built"),
+]
 
 
 def json_frame(header: object, body: bytes = b"", serialize: int = 0) -> bytes:

@@ -42,6 +42,7 @@ HOST = ids.pack_host("10.0.0.9", 40000)
 COMPILED = records.compiled()
 PYTHON: records.Implementation = records
 needs_compiled = pytest.mark.skipif(COMPILED is None, reason="compiled modules not built")
+pytestmark = pytest.mark.compiled
 
 
 Outcome = tuple[bytes, int, list[AppendResult], list[tuple[tuple[str, int], int]]]
