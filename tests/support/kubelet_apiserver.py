@@ -112,33 +112,40 @@ def service_env(access: InCluster) -> dict[str, str]:
 
 
 class Front:
-    """TLS on ``host``:443 in front of the emulated API server (see the module docstring)."""
+    """TLS on ``host``:443 (or ``port``; 0: any free one) in front of the emulated API
+    server (see the module docstring)."""
 
-    def __init__(self, upstream: ApiServer, host: str, workdir: Path) -> None:
+    def __init__(
+        self, upstream: ApiServer, host: str, workdir: Path, port: int = SERVICE_PORT
+    ) -> None:
         self.upstream = upstream
         self.host = host
+        self._port = port
         self._workdir = workdir
         self._certs: ServingCerts | None = None
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[Any]] = set()
+        self._ends: set[asyncio.StreamWriter] = set()
 
     @property
     def access(self) -> InCluster:
         """What a pod is given (once started)."""
         assert self._certs is not None
-        return InCluster(self.host, SERVICE_PORT, self._certs.ca, self.upstream.token)
+        assert self._server is not None
+        port = int(self._server.sockets[0].getsockname()[1])
+        return InCluster(self.host, port, self._certs.ca, self.upstream.token)
 
     async def start(self) -> None:
         self._certs = make_serving_certs(self._workdir, [self.host], list(_SERVICE_NAMES))
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(self._certs.cert, self._certs.key)
-        self._server = await asyncio.start_server(self._serve, self.host, SERVICE_PORT, ssl=context)
+        self._server = await asyncio.start_server(self._serve, self.host, self._port, ssl=context)
 
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._connections):
-            task.cancel()
+        for end in list(self._ends):
+            end.transport.abort()
         await asyncio.gather(*self._connections, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
@@ -152,8 +159,10 @@ class Front:
         self._connections.add(task)
         target = urlsplit(self.upstream.url)
         upstream: asyncio.StreamWriter | None = None
+        self._ends.add(writer)
         try:
             up_reader, upstream = await asyncio.open_connection(target.hostname, target.port)
+            self._ends.add(upstream)
             pipes = [
                 asyncio.create_task(_pipe(reader, upstream)),
                 asyncio.create_task(_pipe(up_reader, writer)),
@@ -170,6 +179,7 @@ class Front:
             self._connections.discard(task)
             for end in (writer, upstream):
                 if end is not None:
+                    self._ends.discard(end)
                     end.close()
                     with contextlib.suppress(OSError, TimeoutError):
                         await asyncio.wait_for(end.wait_closed(), _CLOSE_SECONDS)

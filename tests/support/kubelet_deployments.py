@@ -74,7 +74,8 @@ def _hash_of(pod: Mapping[str, Any]) -> str | None:
 def _active(pod: Mapping[str, Any]) -> bool:
     """Counted by its ReplicaSet: not being deleted, not finished."""
     phase = (pod.get("status") or {}).get("phase")
-    return not pod["metadata"].get("deletionTimestamp") and phase not in ("Succeeded", "Failed")
+    finished = str(phase) in ("Succeeded", "Failed")
+    return not pod["metadata"].get("deletionTimestamp") and not finished
 
 
 def _resolve(value: int | str, replicas: int, round_up: bool) -> int:
@@ -85,13 +86,17 @@ def _resolve(value: int | str, replicas: int, round_up: bool) -> int:
     return math.ceil(share) if round_up else math.floor(share)
 
 
+def _recreates(deployment: Mapping[str, Any]) -> bool:
+    strategy: Mapping[str, Any] = deployment["spec"].get("strategy") or {}
+    return str(strategy.get("type", "RollingUpdate")) == "Recreate"
+
+
 def rolling_bounds(deployment: Mapping[str, Any]) -> tuple[int, int]:
     """(maxSurge, maxUnavailable) as pod counts; (0, 0) under ``Recreate``."""
-    spec = deployment["spec"]
-    strategy = spec.get("strategy") or {}
-    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+    if _recreates(deployment):
         return 0, 0
-    rolling = strategy.get("rollingUpdate") or {}
+    spec = deployment["spec"]
+    rolling = (spec.get("strategy") or {}).get("rollingUpdate") or {}
     replicas = int(spec.get("replicas", 1))
     surge = _resolve(rolling.get("maxSurge", "25%"), replicas, round_up=True)
     unavailable = _resolve(rolling.get("maxUnavailable", "25%"), replicas, round_up=False)
@@ -150,8 +155,7 @@ def plan(deployment: Mapping[str, Any], pods: Iterable[Obj], node: str) -> Plan:
     active = [p for p in pods if _active(p)]
     new = [p for p in active if _hash_of(p) == wanted]
     old = [p for p in active if _hash_of(p) != wanted]
-    surge, unavailable = rolling_bounds(deployment)
-    if surge == 0:  # Recreate: the old pods go, all of them, before a new one comes
+    if _recreates(deployment):  # the old pods go, all of them, before a new one comes
         if old:
             return Plan(delete=_names(old))
         if any(_hash_of(p) != wanted for p in pods):
@@ -162,6 +166,7 @@ def plan(deployment: Mapping[str, Any], pods: Iterable[Obj], node: str) -> Plan:
             create=[pod_for(deployment, node) for _ in range(missing)],
             delete=_names(_deletion_order(new)[: max(0, -missing)]),
         )
+    surge, unavailable = rolling_bounds(deployment)
     total = len(new) + len(old)
     create = max(0, min(replicas - len(new), replicas + surge - total))
     new_unavailable = sum(1 for p in new if not is_ready(p))
