@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +29,13 @@ import helm_python as helm
 import kubelet_net as net
 import pytest
 import yaml
+from e2e_cluster import Scene
 from helm_chart import ROOT, chart_copy, monitoring_crds
 from kube_api import KubeApiServer, running_kube_api
 from kubelet import KubeletOptions, RunningKubelet, Unavailable, running_kubelet
 from kubelet_apiserver import MOUNT_PATH, ApiServer
 from kubelet_deployments import HASH_LABEL
 from operator_harness import conditions
-from waiting import wait_for_value, wait_until
 
 pytestmark = pytest.mark.xdist_group("chart-release")  # the tests share one release, in order
 
@@ -78,6 +78,19 @@ def harness(
         except Unavailable as error:
             pytest.skip(str(error))
         yield running
+
+
+@pytest.fixture(scope="module")
+def scene(kube: KubeApiServer, harness: RunningKubelet) -> Scene:
+    """Waits that fail showing the operator's pods, their logs and the harness's errors."""
+    return Scene(kube.cluster, harness, HOME, harness.kubelet.options.workdir)
+
+
+async def settle(scene: Scene, condition: Callable[[], object], what: str) -> None:
+    """Wait for ``condition`` (a cold start of the operator on a loaded machine can take
+    half a minute; the wait ends as soon as it holds)."""
+    async with scene.step(what):
+        await scene.until(condition, what, timeout=90)
 
 
 @pytest.fixture(scope="module")
@@ -209,9 +222,9 @@ def cluster_reconciled(kube: KubeApiServer) -> bool:
 
 
 async def test_the_deployment_runs_the_operator_as_a_pod(
-    kube: KubeApiServer, installed: dict[str, Any], harness: RunningKubelet
+    kube: KubeApiServer, installed: dict[str, Any], harness: RunningKubelet, scene: Scene
 ) -> None:
-    await wait_until(lambda: rolled_out(kube, 1), "the Deployment's pod available")
+    await settle(scene, lambda: rolled_out(kube, 1), "the Deployment's pod available")
     ((name, pod),) = operator_pods(kube).items()
     deployment = kube.cluster.get_object("deployments", DEPLOYMENT, HOME)
     pod_hash = pod["metadata"]["labels"][HASH_LABEL]
@@ -235,17 +248,17 @@ async def test_the_deployment_runs_the_operator_as_a_pod(
 
 
 async def test_the_operator_pod_reconciles_the_example_cluster(
-    kube: KubeApiServer, harness: RunningKubelet, example: dict[str, Any]
+    kube: KubeApiServer, scene: Scene, example: dict[str, Any]
 ) -> None:
-    await wait_until(lambda: rolled_out(kube, 1), "the Deployment's pod available")
-    await wait_until(lambda: cluster_reconciled(kube), "the example cluster reconciled")
+    await settle(scene, lambda: rolled_out(kube, 1), "the Deployment's pod available")
+    await settle(scene, lambda: cluster_reconciled(kube), "the example cluster reconciled")
     demo = kube.cluster.get_object("brokerclusters", "demo", WATCHED)
     ready, reason, _ = conditions(demo)["Ready"]
     assert (ready, bool(reason)) == ("False", True)  # no broker pods run: not ready, and why
     (pod,) = operator_pods(kube).values()
     port = port_of(container_of(kube), "metrics")
     url = f"http://{pod['status']['podIP']}:{port}/metrics"
-    status, text = await wait_for_value(lambda: fetch(url), "the operator's metrics")
+    status, text = await scene.value(lambda: fetch(url), "the operator's metrics")
     assert status == 200
     assert "rocketkube_operator_reconcile_seconds" in text
 
@@ -262,9 +275,9 @@ async def test_an_upgrade_to_two_replicas_runs_them_with_their_peering(
     config: helm.Config,
     chart: Path,
     values: dict[str, Any],
-    harness: RunningKubelet,
+    scene: Scene,
 ) -> None:
-    await wait_until(lambda: rolled_out(kube, 1), "the Deployment's pod available")
+    await settle(scene, lambda: rolled_out(kube, 1), "the Deployment's pod available")
     before = set(operator_pods(kube))
     upgraded = await asyncio.to_thread(
         config.upgrade, chart, RELEASE, {**values, "replicas": 2}, namespace=HOME
@@ -272,15 +285,19 @@ async def test_an_upgrade_to_two_replicas_runs_them_with_their_peering(
     assert (upgraded["status"], upgraded["revision"]) == ("deployed", 2)
     assert {"--peering=rocketkube", "--priority=random"} <= set(container_of(kube)["args"])
     assert names(kube, "kopfpeerings", WATCHED) == {"rocketkube"}
-    await wait_until(lambda: rolled_out(kube, 2), "two pods of the new template available")
+    await settle(scene, lambda: rolled_out(kube, 2), "two pods of the new template available")
     running = set(operator_pods(kube))
     assert not running & before  # the template changed: the first pod was replaced
-    await wait_until(lambda: peers(kube) == running, "both replicas in the peering")
+    await settle(scene, lambda: peers(kube) == running, "both replicas in the peering")
     assert [r["revision"] for r in config.history(RELEASE)] == [1, 2]
 
 
 async def test_uninstall_stops_the_pods_and_keeps_the_crds_and_resources(
-    kube: KubeApiServer, config: helm.Config, harness: RunningKubelet, example: dict[str, Any]
+    kube: KubeApiServer,
+    config: helm.Config,
+    harness: RunningKubelet,
+    scene: Scene,
+    example: dict[str, Any],
 ) -> None:
     await asyncio.to_thread(config.uninstall, RELEASE)
     for plural in ("deployments", "services", "serviceaccounts", "configmaps", "secrets",
@@ -289,7 +306,7 @@ async def test_uninstall_stops_the_pods_and_keeps_the_crds_and_resources(
     assert names(kube, "roles", WATCHED) == set()
     assert names(kube, "kopfpeerings", WATCHED) == set()
     assert "rk-rocketkube" not in names(kube, "clusterroles", None)
-    await wait_until(lambda: not names(kube, "pods"), "the operator's pods stopped and gone")
+    await settle(scene, lambda: not names(kube, "pods"), "the operator's pods stopped and gone")
     assert harness.errors == []
     assert "brokerclusters.rocketkube.io" in names(kube, "customresourcedefinitions", None)
     assert names(kube, "brokerclusters", WATCHED) == {"demo"}
