@@ -284,17 +284,27 @@ def test_the_mount_script_binds_parents_first_then_execs(tmp_path: Path) -> None
     mounts = volumes.mounts(container, sources)
     assert [m.target for m in mounts] == ["/etc/app", "/var/lib/app", "/var/lib/app/cache"]
     assert [m.target for m in volumes.mount_points(mounts)] == ["/etc/app", "/var/lib/app"]
-    script = volumes.mount_script(mounts, "web-1", "/")
+    stage = tmp_path / "stage"
+    script = volumes.mount_script(mounts, "web-1", "/", stage)
     assert script.splitlines() == [
         "set -e",
         "hostname web-1",
+        f"mkdir -p {stage}",
+        f"mkdir -p {stage}/0",
+        f"mount --bind {tmp_path}/config {stage}/0",
+        f"mkdir -p {stage}/1",
+        f"mount --bind {tmp_path}/data {stage}/1",
+        f"mkdir -p {stage}/2",
+        f"mount --bind {tmp_path}/data {stage}/2",
+        f"exec 3< {stage}",
         "mkdir -p /etc/app",
-        f"mount --bind {tmp_path}/config /etc/app",
+        "mount --no-canonicalize --bind /proc/self/fd/3/0 /etc/app",
         "mount -o remount,bind,ro /etc/app",
         "mkdir -p /var/lib/app",
-        f"mount --bind {tmp_path}/data /var/lib/app",
+        "mount --no-canonicalize --bind /proc/self/fd/3/1 /var/lib/app",
         "mkdir -p /var/lib/app/cache",
-        f"mount --bind {tmp_path}/data /var/lib/app/cache",
+        "mount --no-canonicalize --bind /proc/self/fd/3/2 /var/lib/app/cache",
+        "exec 3<&-",
         "cd /",
         'exec "$@"',
     ]

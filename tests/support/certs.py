@@ -1,6 +1,7 @@
 """Certificates made at run time for TLS tests: a CA, a server certificate for 127.0.0.1
 and localhost, one for another name, a client certificate, and a second CA whose
-certificates nobody trusts.
+certificates nobody trusts; or (:func:`make_serving_certs`) a CA and one server
+certificate for the addresses and names given (the kubelet harness's API server front).
 EC keys: made in microseconds, where RSA keys take a noticeable while."""
 
 from __future__ import annotations
@@ -66,6 +67,28 @@ def make_certs(directory: Path) -> CertFiles:
         rogue_client_key=directory / "rogue-client-key.pem",
         elsewhere_cert=directory / "elsewhere.pem",
         elsewhere_key=directory / "elsewhere-key.pem",
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ServingCerts:
+    """A CA and a server certificate it signed, with the certificate's key."""
+
+    ca: Path
+    cert: Path
+    key: Path
+
+
+def make_serving_certs(directory: Path, addresses: list[str], dns_names: list[str]) -> ServingCerts:
+    """Write a fresh CA and a server certificate for ``addresses`` (IPs) and ``dns_names``
+    under ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca = _authority("rocketkube test cluster CA", directory / "ca.pem")
+    names: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
+    names += [x509.IPAddress(ipaddress.ip_address(a)) for a in addresses]
+    _leaf(ca, "server", names, ExtendedKeyUsageOID.SERVER_AUTH, directory)
+    return ServingCerts(
+        directory / "ca.pem", directory / "server.pem", directory / "server-key.pem"
     )
 
 

@@ -164,7 +164,7 @@ BUILTIN: tuple[ResourceType, ...] = (
         has_status=True,
     ),
     _builtin("coordination.k8s.io", "v1", "Lease", "leases"),
-    # what a Helm chart installing an operator writes (nothing runs a Deployment's pods)
+    # what a Helm chart installing an operator writes (the kubelet harness runs its pods)
     _builtin(
         "apps",
         "v1",

@@ -1,18 +1,23 @@
 """A kubelet harness: the emulated API server's pods become real processes on this machine.
 
 Plays, against the emulated cluster (``kube_api``), the parts of Kubernetes that make a
-StatefulSet run: the StatefulSet controller, a volume provisioner, the kubelet of one
-node and cluster DNS. Each pod gets a network namespace with its own IP on a bridge
-(so every broker listens on 10911, as in Kubernetes), its volumes bind-mounted at the
-template's paths, its containers' commands run (``rocketkube`` being this checkout's
-``.venv/bin/rocketkube``), its probes run, and its status written back. Needs root,
-``ip``, ``unshare`` and ``nsenter``; :class:`Unavailable` says why not otherwise.
+StatefulSet or a Deployment run: their controllers, a volume provisioner, the kubelet of
+one node, cluster DNS and, when given the API server (``KubeletOptions.api_server``), the
+``kubernetes`` Service and the service accounts' credentials. Each pod gets a network
+namespace with its own IP on a bridge (so every broker listens on 10911, as in
+Kubernetes), its volumes bind-mounted at the template's paths, its containers' commands
+run (``rocketkube`` being this checkout's ``.venv/bin/rocketkube``), its probes run, and
+its status written back. Needs root, ``ip``, ``unshare`` and ``nsenter``;
+:class:`Unavailable` says why not otherwise.
 
 Module map::
 
     kubelet                 Kubelet (the control loop), running_kubelet (a thread),
                             RunningKubelet (what a test calls), KubeletOptions
     kubelet_statefulsets    pods and claims from StatefulSets, their status
+    kubelet_deployments     pods from Deployments (rolled on a template change), their status
+    kubelet_apiserver       the API server as pods reach it: TLS on the bridge, the service
+                            account's token, CA and namespace, KUBERNETES_SERVICE_* variables
     kubelet_pod             one pod: sandbox, volumes, containers, status
     kubelet_container       one container: process, restarts, back-off, probes' effects
     kubelet_probes          startup, liveness, readiness probes
@@ -23,7 +28,8 @@ Module map::
     kubelet_host            host-wide leases (subnets, ids), mount points, dead runs
 
 The loop: the cluster's write hook wakes it (and it wakes every ``resync`` seconds
-anyway); each pass syncs StatefulSets, binds new claims, starts a runtime for each pod
+anyway); each pass syncs StatefulSets and Deployments (those of
+``KubeletOptions.workloads``), binds new claims, starts a runtime for each pod
 it has not seen, stops those whose object is deleted, refreshes ConfigMap volumes and
 hosts files, and removes claim directories whose claim is gone. A pod the harness runs
 carries its finalizer, released once the pod's processes and namespace are gone (the
@@ -51,6 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+import kubelet_apiserver as apiserver
+import kubelet_deployments as deployments
 import kubelet_dns as dns
 import kubelet_net as net
 import kubelet_statefulsets as statefulsets
@@ -69,7 +77,15 @@ T = TypeVar("T")
 log = logging.getLogger("kubelet")
 
 _WATCHED: Final = frozenset(
-    ("pods", "statefulsets", "services", "configmaps", "secrets", "persistentvolumeclaims")
+    (
+        "pods",
+        "statefulsets",
+        "deployments",
+        "services",
+        "configmaps",
+        "secrets",
+        "persistentvolumeclaims",
+    )
 )
 _RETRY_SECONDS: Final = 1.0
 
@@ -109,6 +125,11 @@ class KubeletOptions:
     teardown_grace: float = 10.0
     resync: float = 1.0
     node_name: str = "kubelet-harness"
+    api_server: apiserver.ApiServer | None = None
+    """The emulated API server, for the pods to reach through the ``kubernetes`` Service
+    and their service account (``kubelet_apiserver``); None: pods get neither."""
+    workloads: frozenset[str] = frozenset(("statefulsets", "deployments"))
+    """The controllers the harness plays; a kind left out keeps its objects, podless."""
     state_dir: Path = Path("/run/rocketkube-kubelet")
 
 
@@ -127,6 +148,7 @@ class Kubelet:
         self.errors: list[str] = []
         """What went wrong in the loop or a pod (for tests to show)."""
         self._lease: Lease | None = None
+        self._front: apiserver.Front | None = None
         self._pods: dict[str, PodRuntime] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._retry_at: dict[str, float] = {}
@@ -151,6 +173,11 @@ class Kubelet:
         record = self._lease.record
         self.network = Network(record.run_id, record.subnet)
         await self.network.up()
+        if self.options.api_server is not None:
+            self._front = apiserver.Front(
+                self.options.api_server, str(self.network.host_ip), self.options.workdir / "api"
+            )
+            await self._front.start()
         self._unsubscribe = self.cluster.on_change(self._on_change)
         self._runner = asyncio.create_task(self._run())
 
@@ -164,6 +191,8 @@ class Kubelet:
         for runtime in self._pods.values():
             runtime.terminate(min(runtime.grace, self.options.teardown_grace))
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        if self._front is not None:
+            await self._front.stop()
         if self.network is not None:
             await self.network.down()
         if self._lease is not None:
@@ -199,7 +228,11 @@ class Kubelet:
                 await asyncio.wait_for(self._wake.wait(), self.options.resync)
 
     def _reconcile(self) -> None:
-        statefulsets.sync(self.cluster, self.options.node_name)
+        workloads, node = self.options.workloads, self.options.node_name
+        if "statefulsets" in workloads:
+            statefulsets.sync(self.cluster, node)
+        if "deployments" in workloads:
+            deployments.sync(self.cluster, node, _now())
         claims = self.cluster.list_objects("persistentvolumeclaims")
         self._bind(claims)
         pods = self.cluster.list_objects("pods")
@@ -310,6 +343,7 @@ class Kubelet:
             now=_now,
             changed=self._wake.set,
             mount_points=self._note_mount_points,
+            api=self._front.access if self._front is not None else None,
         )
 
     def _lookup(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:

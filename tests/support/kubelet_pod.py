@@ -5,7 +5,9 @@ A pod's life here::
     sandbox     a network namespace with its own IP (``kubelet_net``), written to the
                 pod's status at once (``status.podIP``: the downward API needs it)
     volumes     set up (``kubelet_volumes``); a missing ConfigMap or claim keeps the pod
-                Pending, retried, as the kubelet does
+                Pending, retried, as the kubelet does; with the API server given, the
+                service account's files too (``kubelet_apiserver``), mounted in each
+                container beside the ``KUBERNETES_SERVICE_*`` variables
     containers  run side by side (``kubelet_container``), each in a mount namespace of
                 its own inside the pod's network namespace
     stop        when the pod object is deleted (or the harness stops): every container
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import kubelet_apiserver as apiserver
 import kubelet_spec as spec_reading
 import kubelet_volumes as volumes
 from kube_api_cluster import Cluster
@@ -61,6 +64,8 @@ class Node:
     """Wake the kubelet (a pod got its IP, became ready, stopped)."""
     mount_points: Callable[[list[Path]], None]
     """Record host paths created as mount points."""
+    api: apiserver.InCluster | None = None
+    """Where pods reach the API server; None: they do not."""
 
     @property
     def claims(self) -> Path:
@@ -124,6 +129,7 @@ class PodRuntime:
         self.hosts_text = ""
         self.finished = False
         self._sources: dict[str, Path] | None = None
+        self._account: Path | None = None
         self._start_time: str | None = None
         self._reported: dict[str, Any] | None = None
         restart = str((pod.get("spec") or {}).get("restartPolicy") or "Always")
@@ -190,6 +196,7 @@ class PodRuntime:
                 self._sources = volumes.prepare(
                     self.pod, self.directory, self.node.claims, self.node.lookup
                 )
+                self._account = self._write_account()
                 return True
             except volumes.VolumeError as error:
                 for container in self.containers:
@@ -199,6 +206,27 @@ class PodRuntime:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop.event.wait(), 1.0)
         return False
+
+    def _write_account(self) -> Path | None:
+        """The service account's files, if the pod gets them."""
+        api = self.node.api
+        if api is None or not apiserver.wants_account(self.pod):
+            return None
+        return apiserver.write_account(self.directory / "serviceaccount", self.namespace, api)
+
+    def _account_mounts(self, container: Mapping[str, Any]) -> list[volumes.Mount]:
+        """The service account's mount, unless the container mounts a volume there."""
+        taken = {m.get("mountPath") for m in container.get("volumeMounts") or []}
+        if self._account is None or apiserver.MOUNT_PATH in taken:
+            return []
+        return [volumes.Mount(self._account, apiserver.MOUNT_PATH, read_only=True)]
+
+    def _image_env(self) -> Mapping[str, str]:
+        """The image's environment and, when pods reach the API server, its Service's."""
+        api = self.node.api
+        return self.node.image_env if api is None else {
+            **self.node.image_env, **apiserver.service_env(api)
+        }  # fmt: skip
 
     def refresh_volumes(self) -> None:
         """Rewrite ConfigMap and Secret volumes from their objects (as the kubelet syncs
@@ -216,14 +244,17 @@ class PodRuntime:
             if net is None or sources is None:
                 raise volumes.VolumeError("the pod's sandbox is not ready")
             pod = self.view()
-            env = spec_reading.environment(container, pod, self.node.image_env, self.node.lookup)
+            env = spec_reading.environment(container, pod, self._image_env(), self.node.lookup)
             argv = spec_reading.argv(
                 container, env, list(self.node.image_entrypoint), self.node.entrypoints
             )
-            mounts = volumes.mounts(container, sources)
+            mounts = volumes.mounts(container, sources) + self._account_mounts(container)
             self.node.mount_points(volumes.create_mount_points(mounts))
             hostname = (pod.get("spec") or {}).get("hostname") or self.name
-            script = volumes.mount_script(mounts, hostname, container.get("workingDir") or "/")
+            script = volumes.mount_script(
+                mounts, hostname, container.get("workingDir") or "/",
+                self.directory / "stage" / container["name"],
+            )  # fmt: skip
             return Launch(
                 argv=[
                     *("ip", "netns", "exec", net.netns),

@@ -53,6 +53,7 @@ __all__ = [
     "revision",
     "status",
     "sync",
+    "tolerating",
 ]
 
 POD_FINALIZER: Final = "tests.rocketkube.io/kubelet"
@@ -283,9 +284,9 @@ def sync(cluster: Cluster, node: str) -> None:
             node,
         )
         for obj in [*step.claims, *step.create]:
-            _tolerating((404, 409), functools.partial(cluster.create_object, obj))
+            tolerating((404, 409), functools.partial(cluster.create_object, obj))
         for pod_name in step.delete:
-            _tolerating(
+            tolerating(
                 (404,), functools.partial(cluster.delete_object, "pods", pod_name, namespace)
             )
         new = status(sts, owned)
@@ -293,10 +294,10 @@ def sync(cluster: Cluster, node: str) -> None:
             patch = functools.partial(
                 cluster.patch_object, "statefulsets", metadata["name"], {"status": new}, namespace
             )
-            _tolerating((404, 409), functools.partial(patch, subresource="status"))
+            tolerating((404, 409), functools.partial(patch, subresource="status"))
 
 
-def _tolerating(codes: tuple[int, ...], call: Callable[[], object]) -> None:
+def tolerating(codes: tuple[int, ...], call: Callable[[], object]) -> None:
     """Make a write, ignoring ApiErrors with ``codes`` (a race with another writer)."""
     try:
         call()

@@ -13,11 +13,12 @@ Each volume of a pod becomes a directory on the host::
 A container sees them at its ``volumeMounts`` (``subPath`` honoured, ``readOnly`` as a
 read-only remount) inside a mount namespace of its own: the process starts as
 ``ip netns exec <pod netns> unshare --mount --uts --propagation private sh -c SCRIPT``,
-and :func:`mount_script` binds each source over its mount path there, parents first,
-sets the pod's hostname, changes to the working directory and execs the container's
-argv; the host's view never changes. A mount path must exist to be mounted on:
-:func:`mount_points` are the ones the host lacks, which the harness creates (and records
-with ``kubelet_host``, to remove them when the last run ends).
+and :func:`mount_script` binds each source over its mount path there, parents first
+(each source held open before any target is covered), sets the pod's hostname, changes
+to the working directory and execs the container's argv; the host's view never changes.
+A mount path must exist to be mounted on: :func:`mount_points` are the ones the host
+lacks, which the harness creates (and records with ``kubelet_host``, to remove them when
+the last run ends).
 """
 
 from __future__ import annotations
@@ -160,21 +161,33 @@ def mounts(container: Mapping[str, Any], sources: Mapping[str, Path]) -> list[Mo
     return sorted(out, key=lambda m: len(PurePosixPath(m.target).parts))
 
 
-def mount_script(container_mounts: list[Mount], hostname: str, working_dir: str) -> str:
-    """``sh -c`` text that mounts, names the host, changes directory and execs ``"$@"``."""
+def mount_script(
+    container_mounts: list[Mount], hostname: str, working_dir: str, stage: Path
+) -> str:
+    """``sh -c`` text that mounts, names the host, changes directory and execs ``"$@"``.
+
+    Every source is first bound at ``stage/<n>`` (the n-th mount), then each target bound
+    from there through a descriptor held on ``stage`` (``/proc/self/fd/3/<n>``, not
+    canonicalised): a mount over a parent of another source (an emptyDir at ``/tmp``
+    while the harness's workdir is under ``/tmp``) cannot hide that source."""
     q = shlex.quote
-    lines = ["set -e", f"hostname {q(hostname)}"]
-    for m in container_mounts:
+    lines = ["set -e", f"hostname {q(hostname)}", f"mkdir -p {q(str(stage))}"]
+    for n, m in enumerate(container_mounts):
+        entry = q(str(stage / str(n)))
+        lines.append(f": > {entry}" if m.file else f"mkdir -p {entry}")
+        lines.append(f"mount --bind {q(str(m.source))} {entry}")
+    lines.append(f"exec 3< {q(str(stage))}")
+    for n, m in enumerate(container_mounts):
         target = q(m.target)
         if m.file:
             lines.append(f"mkdir -p {q(str(PurePosixPath(m.target).parent))}")
             lines.append(f"[ -e {target} ] || : > {target}")
         else:
             lines.append(f"mkdir -p {target}")
-        lines.append(f"mount --bind {q(str(m.source))} {target}")
+        lines.append(f"mount --no-canonicalize --bind /proc/self/fd/3/{n} {target}")
         if m.read_only:
             lines.append(f"mount -o remount,bind,ro {target}")
-    lines += [f"cd {q(working_dir)}", 'exec "$@"']
+    lines += ["exec 3<&-", f"cd {q(working_dir)}", 'exec "$@"']
     return "\n".join(lines)
 
 

@@ -21,9 +21,11 @@ pod is stopped and every namespace, link and hosts file removed. In another term
 server, ``--groups`` broker groups of ``--replicas`` pods, small store files), rendered by
 the operator's own builders (``rocketkube.operator.specs``); a client on the host reaches
 it at the name server pod's IP, port 9876. Without ``--demo`` nothing runs until objects
-are applied (a BrokerCluster needs the operator running against this KUBECONFIG; the
-harness runs the StatefulSets it creates). The emulator's tables give built-in kinds a
-Name and an Age column only, hence the custom columns above.
+are applied: a BrokerCluster needs the operator, run against this KUBECONFIG or as a
+Deployment applied here (the chart's, rendered: its pods reach this API server as pods
+do, through the ``kubernetes`` Service's variables and their service account's token and
+CA); the harness runs the StatefulSets it creates. The emulator's tables give built-in
+kinds a Name and an Age column only, hence the custom columns above.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import yaml
 from kube_api import running_kube_api
 from kube_api_cluster import Cluster
 from kubelet import KubeletOptions, RunningKubelet, Unavailable, running_kubelet
+from kubelet_apiserver import ApiServer
 from rendering import render
 
 _CHECKOUT = Path(__file__).resolve().parents[2]
@@ -146,7 +149,9 @@ def main(argv: list[str]) -> int:
         crds = create_crds(cluster, args.crds)
         try:
             options = KubeletOptions(
-                workdir=workdir / "kubelet", probe_period_cap=args.probe_period_cap
+                workdir=workdir / "kubelet",
+                probe_period_cap=args.probe_period_cap,
+                api_server=ApiServer(server.url, server.token),
             )
             with running_kubelet(cluster, options) as harness:
                 print(banner(server.kubeconfig, harness, workdir, crds), flush=True)
