@@ -1,18 +1,21 @@
 """The flooding side of ``rocketkube bench flood``: connections that send malformed frames.
 
-Two kinds of flooding connection, both writing as fast as the peer reads:
+Three kinds of flooding connection, all writing as fast as the peer reads:
 
     garbage     one undecodable frame (a bad length, a header that is not JSON, an unknown
                 serialize type, a header longer than its frame), then waits for the server
                 to close the connection and connects again
+    truncated   one well-formed request cut short (in its length, its header or its body),
+                then the end of the stream; waits for the server to close, connects again
     malformed   well-framed requests with bad content, pipelined without a window: lock
                 bodies that are not JSON, integers out of range in send headers, unknown
                 request codes, heartbeats and broker registrations that do not decode,
                 headers missing their fields; the answers are read and counted
 
-The mix is :func:`plan`'s: every fourth connection floods garbage, every third goes to the
-name server when one is given. Everything it does stops by itself after ``duration``
-seconds, and only loopback addresses are accepted (:func:`loopback_address`).
+The mix is :func:`plan`'s: every fourth connection floods garbage or truncated frames (in
+turn), every third goes to the name server when one is given. Everything it does stops by
+itself after ``duration`` seconds, or once it wrote ``frames`` frames when given; only
+loopback addresses are accepted (:func:`loopback_address`).
 
 It runs as a child process of the benchmark (``python -m rocketkube.client.bench.flooder``),
 so the client it measures has its own interpreter, and prints a JSON line of counts.
@@ -28,6 +31,7 @@ import functools
 import ipaddress
 import itertools
 import json
+import math
 import struct
 import sys
 import time
@@ -47,9 +51,10 @@ __all__ = [
     "malformed_requests",
     "plan",
     "run_flood",
+    "truncated_frames",
 ]
 
-Role = Literal["garbage", "malformed"]
+Role = Literal["garbage", "truncated", "malformed"]
 
 CONNECT_TIMEOUT: Final = 2.0
 CLOSE_TIMEOUT: Final = 5.0
@@ -89,6 +94,13 @@ def garbage_frames() -> tuple[bytes, ...]:
         _json_frame(b'{"code":310}', serialize=5),
         struct.pack(">ii", 8, 100) + b"abcd",  # a header longer than its frame
     )
+
+
+def truncated_frames() -> tuple[bytes, ...]:
+    """Requests cut short: in the length field, the header word, the header, the body."""
+    request = RemotingCommand.request(RequestCode.HEART_BEAT, {"a": "b"}, b'{"clientID":"t"}')
+    whole = frame.encode_bytes(request)
+    return tuple(whole[:cut] for cut in (2, 6, 12, len(whole) - 20, len(whole) - 1))
 
 
 def _send(**changes: str) -> dict[str, str]:
@@ -151,6 +163,8 @@ class FloodCounts:
     """Frames written: malformed requests and garbage frames."""
     garbage: int = 0
     """Garbage frames among them (each one connection)."""
+    truncated: int = 0
+    """Truncated frames among them (each one connection)."""
     answers: int = 0
     """Answer frames read back."""
     closed_by_server: int = 0
@@ -169,11 +183,14 @@ class _Flooding(asyncio.Protocol):
     """One connection: writes its payload (again and again while the server reads it, for
     a malformed flood) and counts the answers."""
 
-    def __init__(self, payload: bytes, frames: int, repeat: bool, counts: FloodCounts) -> None:
+    def __init__(
+        self, payload: bytes, frames: int, role: Role, counts: FloodCounts, target: float
+    ) -> None:
         self._payload = payload
         self._frames = frames
-        self._repeat = repeat
+        self._role = role
         self._counts = counts
+        self._target = target
         self._transport: asyncio.Transport | None = None
         self._paused = False
         self._carry = b""
@@ -188,9 +205,14 @@ class _Flooding(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing() or self._paused:
             return
+        if self._counts.frames >= self._target:
+            transport.abort()
+            return
         transport.write(self._payload)
         self._counts.frames += self._frames
-        if self._repeat:  # one batch a loop turn: the other connections write too
+        if self._role == "truncated":
+            transport.write_eof()
+        elif self._role == "malformed":  # a batch a loop turn: the other connections write too
             asyncio.get_running_loop().call_soon(self._write)
 
     def pause_writing(self) -> None:
@@ -228,18 +250,24 @@ class _Flooding(asyncio.Protocol):
 
 
 async def _flood_one(
-    address: str, role: Role, payloads: Sequence[bytes], deadline: float, counts: FloodCounts
+    address: str,
+    role: Role,
+    payloads: Sequence[bytes],
+    deadline: float,
+    counts: FloodCounts,
+    target: float,
 ) -> None:
-    """Connect, flood, and connect again whenever the server closes, until ``deadline``."""
+    """Connect, flood, and connect again whenever the server closes, until ``deadline`` or
+    until ``target`` frames were written."""
     loop = asyncio.get_running_loop()
     host, port = split_address(address)
-    garbage = role == "garbage"
+    garbage = role != "malformed"  # one frame a connection
     frames = 1 if garbage else BATCH_FRAMES
     for payload in itertools.cycle(payloads):
         left = deadline - time.monotonic()
-        if left <= 0:
+        if left <= 0 or counts.frames >= target:
             return
-        made = functools.partial(_Flooding, payload, frames, not garbage, counts)
+        made = functools.partial(_Flooding, payload, frames, role, counts, target)
         try:
             _, protocol = await asyncio.wait_for(
                 loop.create_connection(made, host, port), min(left, CONNECT_TIMEOUT)
@@ -249,7 +277,8 @@ async def _flood_one(
             await asyncio.sleep(0.05)  # the server may be momentarily out of descriptors
             continue
         counts.connects += 1
-        counts.garbage += 1 if garbage else 0
+        counts.garbage += role == "garbage"
+        counts.truncated += role == "truncated"
         wait = min(deadline - time.monotonic(), CLOSE_TIMEOUT if garbage else float("inf"))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(protocol.closed), max(wait, 0.0))
@@ -259,26 +288,37 @@ async def _flood_one(
 
 
 def plan(connections: int, broker: str, namesrv: str | None) -> list[tuple[str, Role]]:
-    """(address, role) of each flooding connection: every fourth sends garbage, every third
-    goes to the name server (when given)."""
+    """(address, role) of each flooding connection: every fourth sends garbage or truncated
+    frames (in turn), every third goes to the name server (when given)."""
     out: list[tuple[str, Role]] = []
     for i in range(connections):
         address = namesrv if namesrv is not None and i % 3 == 2 else broker
-        out.append((address, "garbage" if i % 4 == 3 else "malformed"))
+        role: Role = "malformed"
+        if i % 4 == 3:
+            role = "garbage" if i % 8 == 3 else "truncated"
+        out.append((address, role))
     return out
 
 
 async def run_flood(
-    broker: str, namesrv: str | None, connections: int, duration: float
+    broker: str,
+    namesrv: str | None,
+    connections: int,
+    duration: float,
+    frames: int | None = None,
 ) -> FloodCounts:
     """Flood ``broker`` (and ``namesrv``) from ``connections`` connections for ``duration``
-    seconds (at most :data:`MAX_DURATION`)."""
+    seconds (at most :data:`MAX_DURATION`), or until ``frames`` frames are written."""
     for address in (broker, namesrv):
         if address is not None:
             loopback_address(address)
     duration = min(duration, MAX_DURATION)
     counts = FloodCounts()
-    garbage = garbage_frames()
+    payloads_of: dict[Role, tuple[bytes, ...]] = {
+        "garbage": garbage_frames(),
+        "truncated": truncated_frames(),
+    }
+    target = math.inf if frames is None else frames
     batches = {
         target: (_batch(malformed_requests(target), BATCH_FRAMES),)
         for target in ("broker", "namesrv")
@@ -288,9 +328,9 @@ async def run_flood(
     deadline = started + duration
     floods = []
     for address, role in plan(connections, broker, namesrv):
-        target = "namesrv" if address == namesrv and address != broker else "broker"
-        payloads = garbage if role == "garbage" else batches[target]
-        floods.append(_flood_one(address, role, payloads, deadline, counts))
+        server = "namesrv" if address == namesrv and address != broker else "broker"
+        payloads = payloads_of.get(role) or batches[server]
+        floods.append(_flood_one(address, role, payloads, deadline, counts, target))
     await asyncio.gather(*floods)
     counts.seconds = time.monotonic() - started
     counts.cpu_seconds = time.process_time() - cpu_started
@@ -307,9 +347,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--namesrv", type=loopback_address, help="name server host:port")
     parser.add_argument("--connections", type=int, default=24)
     parser.add_argument("--duration", type=float, default=30.0)
+    parser.add_argument("--frames", type=int, help="stop once this many frames are written")
     args = parser.parse_args(argv)
     print(STARTED, flush=True)
-    counts = asyncio.run(run_flood(args.broker, args.namesrv, args.connections, args.duration))
+    counts = asyncio.run(
+        run_flood(args.broker, args.namesrv, args.connections, args.duration, args.frames)
+    )
     print(json.dumps(counts.as_dict()), flush=True)
     return 0
 
