@@ -30,6 +30,12 @@ def test_every_garbage_frame_is_refused_by_both_decoders() -> None:
                 frame.FrameDecoder(scan=scan).feed(garbage)
 
 
+def test_a_flood_to_ipv4_loopback_comes_from_another_loopback_host() -> None:
+    assert flooder.source_host("127.0.0.1:9876") == "127.0.0.2"
+    assert flooder.source_host("localhost:9876") == "127.0.0.2"
+    assert flooder.source_host("[::1]:9876") is None
+
+
 def test_truncated_frames_are_requests_cut_short() -> None:
     for scan in {frame.FrameDecoder.scan, frame.compiled_scan()} - {None}:
         for truncated in flooder.truncated_frames():

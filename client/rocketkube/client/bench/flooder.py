@@ -15,7 +15,10 @@ Three kinds of flooding connection, all writing as fast as the peer reads:
 The mix is :func:`plan`'s: every fourth connection floods garbage or truncated frames (in
 turn), every third goes to the name server when one is given. Everything it does stops by
 itself after ``duration`` seconds, or once it wrote ``frames`` frames when given; only
-loopback addresses are accepted (:func:`loopback_address`).
+loopback addresses are accepted (:func:`loopback_address`). To an IPv4 loopback address the
+flood comes from 127.0.0.2 (:func:`source_host`), as from another host: the servers hold
+back the new connections of a host whose connections keep sending garbage, and the client
+measured (from 127.0.0.1) is not that host.
 
 It runs as a child process of the benchmark (``python -m rocketkube.client.bench.flooder``),
 so the client it measures has its own interpreter, and prints a JSON line of counts.
@@ -51,6 +54,7 @@ __all__ = [
     "malformed_requests",
     "plan",
     "run_flood",
+    "source_host",
     "truncated_frames",
 ]
 
@@ -75,6 +79,15 @@ def loopback_address(address: str) -> str:
     if host != "localhost" and not ipaddress.ip_address(host).is_loopback:
         raise ValueError(f"{address}: a flood goes to loopback addresses only")
     return address
+
+
+def source_host(address: str) -> str | None:
+    """The address the flood to ``address`` comes from: 127.0.0.2 for an IPv4 loopback one,
+    else the system's choice (None)."""
+    host, _ = split_address(address)
+    if host == "localhost" or ipaddress.ip_address(host).version == 4:
+        return "127.0.0.2"
+    return None
 
 
 def _json_frame(header: bytes, serialize: int = 0, body: bytes = b"") -> bytes:
@@ -261,6 +274,8 @@ async def _flood_one(
     until ``target`` frames were written."""
     loop = asyncio.get_running_loop()
     host, port = split_address(address)
+    source = source_host(address)
+    local = None if source is None else (source, 0)
     garbage = role != "malformed"  # one frame a connection
     frames = 1 if garbage else BATCH_FRAMES
     for payload in itertools.cycle(payloads):
@@ -270,7 +285,8 @@ async def _flood_one(
         made = functools.partial(_Flooding, payload, frames, role, counts, target)
         try:
             _, protocol = await asyncio.wait_for(
-                loop.create_connection(made, host, port), min(left, CONNECT_TIMEOUT)
+                loop.create_connection(made, host, port, local_addr=local),
+                min(left, CONNECT_TIMEOUT),
             )
         except (OSError, TimeoutError):
             counts.connect_failures += 1
