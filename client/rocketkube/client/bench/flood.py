@@ -4,8 +4,9 @@ One :class:`~rocketkube.client.producer.Producer` sends one message at a time (e
 for its answer) on its own connections, first alone for ``baseline`` seconds, then for
 ``duration`` seconds while ``connections`` flooding connections
 (:mod:`~rocketkube.client.bench.flooder`, in a child process) send malformed frames to
-the broker and the name server; with ``frames``, until the flood wrote that many frames
-(``duration`` then bounds it). The result holds the producer's sends a second and latency in
+the broker and the name server; with ``frames``, until the servers took that many of the
+flood's frames (answered them, or closed the connection at them; ``duration`` then bounds
+it). The result holds the producer's sends a second and latency in
 both phases, the share of its baseline it kept, and the flood's frame rate; the CPU and
 resident memory (before, peak, after) of the broker and the name server, when their process
 ids are known; and whether every send the broker acknowledged can be read back at its
@@ -52,7 +53,7 @@ class FloodSettings:
     group: str = "benchmark_flood_producer"
     send_timeout: float = 3.0
     frames: int | None = None
-    """Frames the flood writes before it stops (None: it lasts ``duration``)."""
+    """Frames the servers take of the flood before it stops (None: it lasts ``duration``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -122,7 +123,9 @@ def format_result(result: FloodResult) -> str:
     seconds = counts["seconds"] or 1.0
     lines.append(
         f"flood: {counts['frames_per_s']:,.0f} frames/s written by {result.settings.connections} "
-        f"connections, {counts['answers'] / seconds:,.0f}/s answered, "
+        f"connections, {counts.get('taken', 0):,.0f} taken by the servers "
+        f"({counts.get('taken', 0) / seconds:,.0f}/s), {counts['answers'] / seconds:,.0f}/s "
+        "answered, "
         f"{counts['garbage'] / seconds:,.0f}/s undecodable ({counts['frames']:,.0f} frames in "
         f"{seconds:.1f} s, {counts['answers']:,.0f} answers, {counts['garbage']:,.0f} "
         f"undecodable and {counts.get('truncated', 0):,.0f} truncated, "

@@ -14,11 +14,13 @@ Three kinds of flooding connection, all writing as fast as the peer reads:
 
 The mix is :func:`plan`'s: every fourth connection floods garbage or truncated frames (in
 turn), every third goes to the name server when one is given. Everything it does stops by
-itself after ``duration`` seconds, or once it wrote ``frames`` frames when given; only
-loopback addresses are accepted (:func:`loopback_address`). To an IPv4 loopback address the
-flood comes from 127.0.0.2 (:func:`source_host`), as from another host: the servers hold
-back the new connections of a host whose connections keep sending garbage, and the client
-measured (from 127.0.0.1) is not that host.
+itself after ``duration`` seconds, or once the servers took ``frames`` of its frames when
+given (:attr:`FloodCounts.taken`: answered, or ending a connection the server closed;
+frames written but left unread by a server that holds a throttled connection do not count).
+Only loopback addresses are accepted (:func:`loopback_address`). To an IPv4 loopback
+address the flood comes from 127.0.0.2 to 127.0.0.9 (:func:`source_host`), as from other
+hosts: the servers hold back the new connections of a host whose connections keep sending
+garbage, and the client measured (from 127.0.0.1) is not one of those.
 
 It runs as a child process of the benchmark (``python -m rocketkube.client.bench.flooder``),
 so the client it measures has its own interpreter, and prints a JSON line of counts.
@@ -81,12 +83,15 @@ def loopback_address(address: str) -> str:
     return address
 
 
-def source_host(address: str) -> str | None:
-    """The address the flood to ``address`` comes from: 127.0.0.2 for an IPv4 loopback one,
-    else the system's choice (None)."""
+SOURCE_HOSTS: Final = 8
+
+
+def source_host(address: str, index: int) -> str | None:
+    """The address flooding connection ``index`` to ``address`` comes from: one of
+    127.0.0.2 to 127.0.0.9 for an IPv4 loopback one, else the system's choice (None)."""
     host, _ = split_address(address)
     if host == "localhost" or ipaddress.ip_address(host).version == 4:
-        return "127.0.0.2"
+        return f"127.0.0.{2 + index % SOURCE_HOSTS}"
     return None
 
 
@@ -183,6 +188,8 @@ class FloodCounts:
     closed_by_server: int = 0
     connects: int = 0
     connect_failures: int = 0
+    taken: int = 0
+    """Frames the servers took: answered, or ending a connection they closed."""
     seconds: float = 0.0
     cpu_seconds: float = 0.0
     """The flooding process's own CPU time: on a small machine it takes CPU from the rest."""
@@ -218,7 +225,7 @@ class _Flooding(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing() or self._paused:
             return
-        if self._counts.frames >= self._target:
+        if self._counts.taken >= self._target:
             transport.abort()
             return
         transport.write(self._payload)
@@ -244,6 +251,7 @@ class _Flooding(asyncio.Protocol):
                 break
             pos += 4 + length
             self._counts.answers += 1
+            self._counts.taken += 1
         self._carry = data[pos:]
 
     def eof_received(self) -> bool:
@@ -269,18 +277,19 @@ async def _flood_one(
     deadline: float,
     counts: FloodCounts,
     target: float,
+    index: int,
 ) -> None:
     """Connect, flood, and connect again whenever the server closes, until ``deadline`` or
-    until ``target`` frames were written."""
+    until the servers took ``target`` frames."""
     loop = asyncio.get_running_loop()
     host, port = split_address(address)
-    source = source_host(address)
+    source = source_host(address, index)
     local = None if source is None else (source, 0)
     garbage = role != "malformed"  # one frame a connection
     frames = 1 if garbage else BATCH_FRAMES
     for payload in itertools.cycle(payloads):
         left = deadline - time.monotonic()
-        if left <= 0 or counts.frames >= target:
+        if left <= 0 or counts.taken >= target:
             return
         made = functools.partial(_Flooding, payload, frames, role, counts, target)
         try:
@@ -299,6 +308,7 @@ async def _flood_one(
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(protocol.closed), max(wait, 0.0))
         counts.closed_by_server += protocol.closed_by_peer
+        counts.taken += garbage and protocol.closed_by_peer
         protocol.close()
         await protocol.closed
 
@@ -343,10 +353,10 @@ async def run_flood(
     cpu_started = time.process_time()
     deadline = started + duration
     floods = []
-    for address, role in plan(connections, broker, namesrv):
+    for index, (address, role) in enumerate(plan(connections, broker, namesrv)):
         server = "namesrv" if address == namesrv and address != broker else "broker"
         payloads = payloads_of.get(role) or batches[server]
-        floods.append(_flood_one(address, role, payloads, deadline, counts, target))
+        floods.append(_flood_one(address, role, payloads, deadline, counts, target, index))
     await asyncio.gather(*floods)
     counts.seconds = time.monotonic() - started
     counts.cpu_seconds = time.process_time() - cpu_started
@@ -363,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--namesrv", type=loopback_address, help="name server host:port")
     parser.add_argument("--connections", type=int, default=24)
     parser.add_argument("--duration", type=float, default=30.0)
-    parser.add_argument("--frames", type=int, help="stop once this many frames are written")
+    parser.add_argument("--frames", type=int, help="stop once the servers took this many")
     args = parser.parse_args(argv)
     print(STARTED, flush=True)
     counts = asyncio.run(
