@@ -18,7 +18,8 @@ from rocketkube.common.remoting.connection import Connection, Reply
 from rocketkube.common.remoting.dispatch import Dispatcher
 from rocketkube.common.remoting.server import RemotingServer, ServerLimits
 
-ECHO, WAIT = 1000, 1001
+ECHO, WAIT, LARGE = 1000, 1001, 1002
+LARGE_ANSWER = 256 * 1024
 
 
 class Gate:
@@ -26,9 +27,14 @@ class Gate:
 
     def __init__(self) -> None:
         self.opened = asyncio.Event()
+        self.served = 0
 
     def echo(self, conn: Connection, req: RemotingCommand) -> Reply:
         return RemotingCommand.response(ext_fields=dict(req.ext_fields))
+
+    def large(self, conn: Connection, req: RemotingCommand) -> Reply:
+        self.served += 1
+        return RemotingCommand.response(body=b"a" * LARGE_ANSWER)
 
     async def wait(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         await self.opened.wait()
@@ -41,7 +47,7 @@ async def gate() -> Gate:
 
 
 async def started(gate: Gate, limits: ServerLimits, idle_timeout: float = 60) -> RemotingServer:
-    dispatcher = Dispatcher({ECHO: gate.echo, WAIT: gate.wait})
+    dispatcher = Dispatcher({ECHO: gate.echo, WAIT: gate.wait, LARGE: gate.large})
     server = RemotingServer(dispatcher, "127.0.0.1", 0, idle_timeout=idle_timeout, limits=limits)
     await server.start()
     return server
@@ -199,6 +205,29 @@ async def test_frames_completing_across_writes_keep_a_slow_connection_open(gate:
         answers = [await read_answer(reader) for _ in range(15)]
         assert [a.opaque for a in answers] == list(range(1, 16))
         assert server.faults.refused["slow_frame"] == 0
+        writer.close()
+    finally:
+        await server.stop()
+
+
+async def test_a_peer_that_does_not_read_its_answers_is_not_read_either(gate: Gate) -> None:
+    """400 answers of 256 KiB (100 MiB) asked for and not read: the server stops reading
+    the peer once its answers back up, instead of holding them all; they all come once the
+    peer reads."""
+    server = await started(gate, ServerLimits())
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        requests = 400
+        writer.write(b"".join(request_frame(LARGE, opaque) for opaque in range(1, requests + 1)))
+        await asyncio.sleep(0.5)  # time to serve them all, were it reading
+        assert gate.served < requests
+        (conn,) = server.connections
+        assert conn._transport is not None
+        held = conn._transport.get_write_buffer_size()
+        assert held <= 129 * (LARGE_ANSWER + 200)  # a batch of answers, at most
+        answers = [await read_answer(reader) for _ in range(requests)]
+        assert [a.opaque for a in answers] == list(range(1, requests + 1))
+        assert gate.served == requests
         writer.close()
     finally:
         await server.stop()

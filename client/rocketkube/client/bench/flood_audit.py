@@ -4,7 +4,9 @@ nothing, and how much memory the servers held.
 A :class:`Ledger` keeps each acknowledged send's queue, offset and body (each body unique);
 :meth:`Ledger.verify` pulls every queue over the acknowledged offsets afterwards and counts
 the messages found there with their body, and the ones lost. :class:`RssWatch` samples the
-resident memory of the server processes (from ``/proc``) before, during and after the flood.
+anonymous resident memory of the server processes (``RssAnon`` in ``/proc``: the heap and
+buffers, what a flood could grow; not the store's mapped files, which grow with what the
+producer stores) before, during and after the flood.
 """
 
 from __future__ import annotations
@@ -77,13 +79,14 @@ async def _found(admin: AdminClient, queue: MessageQueue, bodies: dict[int, byte
 
 
 def rss_mib(pid: int | None) -> float | None:
-    """Resident memory of process ``pid`` in MiB (``/proc``), None when unreadable."""
+    """Anonymous resident memory of process ``pid`` in MiB (``RssAnon``), None when
+    unreadable."""
     if pid is None:
         return None
     try:
         with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
             for line in status:
-                if line.startswith("VmRSS:"):
+                if line.startswith("RssAnon:"):
                     return round(int(line.split()[1]) / 1024, 1)
     except (OSError, ValueError):
         return None
@@ -92,7 +95,7 @@ def rss_mib(pid: int | None) -> float | None:
 
 @dataclasses.dataclass(slots=True)
 class Memory:
-    """One process's resident memory in MiB: before the flood, its peak, after it."""
+    """One process's anonymous resident memory in MiB: before the flood, its peak, after."""
 
     before: float | None = None
     peak: float | None = None
@@ -103,7 +106,7 @@ class Memory:
 
 
 class RssWatch:
-    """The resident memory of named processes, sampled while :meth:`watching`."""
+    """The anonymous resident memory of named processes, sampled while :meth:`watching`."""
 
     def __init__(self, pids: dict[str, int | None]) -> None:
         self._pids = pids
@@ -140,6 +143,6 @@ class RssWatch:
         out = []
         for name, m in self.memory.items():
             if m.before is not None:
-                out.append(f"{name} RSS: {m.before:.1f} MiB before, {m.peak or 0:.1f} MiB at "
+                out.append(f"{name} RssAnon: {m.before:.1f} MiB before, {m.peak or 0:.1f} MiB at "
                            f"most during, {m.after or 0:.1f} MiB after")  # fmt: skip
         return out

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import dataclasses
 import functools
 import ipaddress
@@ -199,18 +198,31 @@ class FloodCounts:
         return {**dataclasses.asdict(self), "frames_per_s": round(rate, 1)}
 
 
+class _Goal:
+    """The frames the servers are to take of the flood; :attr:`reached` is set once they
+    took them, and every flooding connection then ends."""
+
+    def __init__(self, counts: FloodCounts, frames: float) -> None:
+        self.counts = counts
+        self.frames = frames
+        self.reached = asyncio.Event()
+
+    def take(self, frames: int) -> None:
+        self.counts.taken += frames
+        if self.counts.taken >= self.frames:
+            self.reached.set()
+
+
 class _Flooding(asyncio.Protocol):
     """One connection: writes its payload (again and again while the server reads it, for
     a malformed flood) and counts the answers."""
 
-    def __init__(
-        self, payload: bytes, frames: int, role: Role, counts: FloodCounts, target: float
-    ) -> None:
+    def __init__(self, payload: bytes, frames: int, role: Role, goal: _Goal) -> None:
         self._payload = payload
         self._frames = frames
         self._role = role
-        self._counts = counts
-        self._target = target
+        self._counts = goal.counts
+        self._goal = goal
         self._transport: asyncio.Transport | None = None
         self._paused = False
         self._carry = b""
@@ -225,8 +237,7 @@ class _Flooding(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing() or self._paused:
             return
-        if self._counts.taken >= self._target:
-            transport.abort()
+        if self._goal.reached.is_set():
             return
         transport.write(self._payload)
         self._counts.frames += self._frames
@@ -251,12 +262,16 @@ class _Flooding(asyncio.Protocol):
                 break
             pos += 4 + length
             self._counts.answers += 1
-            self._counts.taken += 1
+            self._goal.take(1)
         self._carry = data[pos:]
 
     def eof_received(self) -> bool:
+        """The server closed: drop what is unwritten. (Letting asyncio close a transport
+        with a full buffer, then aborting it, has it call ``connection_lost`` twice.)"""
         self.closed_by_peer = True
-        return False
+        if self._transport is not None:
+            self._transport.abort()
+        return True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
@@ -275,13 +290,13 @@ async def _flood_one(
     role: Role,
     payloads: Sequence[bytes],
     deadline: float,
-    counts: FloodCounts,
-    target: float,
+    goal: _Goal,
     index: int,
 ) -> None:
     """Connect, flood, and connect again whenever the server closes, until ``deadline`` or
-    until the servers took ``target`` frames."""
+    until the servers took the ``goal``'s frames."""
     loop = asyncio.get_running_loop()
+    counts = goal.counts
     host, port = split_address(address)
     source = source_host(address, index)
     local = None if source is None else (source, 0)
@@ -289,9 +304,9 @@ async def _flood_one(
     frames = 1 if garbage else BATCH_FRAMES
     for payload in itertools.cycle(payloads):
         left = deadline - time.monotonic()
-        if left <= 0 or counts.taken >= target:
+        if left <= 0 or goal.reached.is_set():
             return
-        made = functools.partial(_Flooding, payload, frames, role, counts, target)
+        made = functools.partial(_Flooding, payload, frames, role, goal)
         try:
             _, protocol = await asyncio.wait_for(
                 loop.create_connection(made, host, port, local_addr=local),
@@ -305,10 +320,13 @@ async def _flood_one(
         counts.garbage += role == "garbage"
         counts.truncated += role == "truncated"
         wait = min(deadline - time.monotonic(), CLOSE_TIMEOUT if garbage else float("inf"))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(protocol.closed), max(wait, 0.0))
+        reached = asyncio.ensure_future(goal.reached.wait())
+        await asyncio.wait((protocol.closed, reached), timeout=max(wait, 0.0),
+                           return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        reached.cancel()
         counts.closed_by_server += protocol.closed_by_peer
-        counts.taken += garbage and protocol.closed_by_peer
+        if garbage and protocol.closed_by_peer:
+            goal.take(1)
         protocol.close()
         await protocol.closed
 
@@ -334,7 +352,7 @@ async def run_flood(
     frames: int | None = None,
 ) -> FloodCounts:
     """Flood ``broker`` (and ``namesrv``) from ``connections`` connections for ``duration``
-    seconds (at most :data:`MAX_DURATION`), or until ``frames`` frames are written."""
+    seconds (at most :data:`MAX_DURATION`), or until the servers took ``frames`` frames."""
     for address in (broker, namesrv):
         if address is not None:
             loopback_address(address)
@@ -344,7 +362,7 @@ async def run_flood(
         "garbage": garbage_frames(),
         "truncated": truncated_frames(),
     }
-    target = math.inf if frames is None else frames
+    goal = _Goal(counts, math.inf if frames is None else frames)
     batches = {
         target: (_batch(malformed_requests(target), BATCH_FRAMES),)
         for target in ("broker", "namesrv")
@@ -356,7 +374,7 @@ async def run_flood(
     for index, (address, role) in enumerate(plan(connections, broker, namesrv)):
         server = "namesrv" if address == namesrv and address != broker else "broker"
         payloads = payloads_of.get(role) or batches[server]
-        floods.append(_flood_one(address, role, payloads, deadline, counts, target, index))
+        floods.append(_flood_one(address, role, payloads, deadline, goal, index))
     await asyncio.gather(*floods)
     counts.seconds = time.monotonic() - started
     counts.cpu_seconds = time.process_time() - cpu_started

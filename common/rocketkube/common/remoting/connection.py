@@ -15,7 +15,10 @@ the connection's budget: a peer that spends it is left unread for a while
 (:mod:`~rocketkube.common.remoting.faults`, which also keeps the log quiet about them).
 
 A server's connection is bounded (``max_requests_in_flight``): past that many requests
-waiting for their answers, a request is answered SYSTEM_BUSY at once, unserved. Its idle
+waiting for their answers, a request is answered SYSTEM_BUSY at once, unserved; and while
+its answers wait to be written (a peer that sends and does not read), it is neither read
+nor served (:meth:`Connection.pause_writing`), so that they stay in the peer's buffers,
+not in ours. Its idle
 timeout closes it when it stays silent that long, and when a frame it began stays
 incomplete that long, however slowly its bytes trickle in (a slowloris peer).
 
@@ -101,13 +104,15 @@ class Connection(asyncio.Protocol):
         before_request: Callable[[RemotingCommand], None] | None = None,
         max_frame_length: int = frame.MAX_FRAME_LENGTH,
         max_requests_in_flight: int | None = None,
+        backpressure: bool = False,
     ) -> None:
         """``fault_log``: the account of malformed traffic this connection shares (a
         server's, for all of its connections), else one of its own. ``before_request``:
         applied to every request this side sends, just before it is encoded (a client's
         signature, :func:`rocketkube.common.acl.sign`; Java's ``RPCHook``).
         ``max_requests_in_flight``: the peer's requests waiting for their answers, at most
-        (None: unbounded)."""
+        (None: unbounded). ``backpressure``: stop reading the peer while the answers to it
+        wait to be written (a server's; a client never stops reading its answers)."""
         self._handler = handler
         self._before_request = before_request
         self._idle_timeout = idle_timeout
@@ -139,6 +144,9 @@ class Connection(asyncio.Protocol):
         self._held: asyncio.TimerHandle | None = None
         self._unread: list[bytes] = []  # received while held, decoded at the release
         self._paused = False
+        self._backpressure = backpressure
+        self._write_paused = False
+        """The transport holds more than its high-water mark of unwritten bytes."""
         self._last_io = 0.0
         self._idle_timer: asyncio.TimerHandle | None = None
         self._loop = asyncio.get_running_loop()
@@ -212,7 +220,7 @@ class Connection(asyncio.Protocol):
                     self._serve_many(requests)
             else:
                 for start in range(0, len(requests), ANSWER_EVERY):
-                    if self._held is not None:  # held amid the turn: the rest waits
+                    if self._held is not None or self._write_paused:  # the rest waits
                         self._waiting = requests[start:] + self._waiting
                         break
                     self._serve_many(requests[start : start + ANSWER_EVERY])
@@ -248,8 +256,8 @@ class Connection(asyncio.Protocol):
     def _next_turn(self) -> None:
         """The turn of the requests waiting; reading again once none is left."""
         self._turn_due = False
-        if self._held is not None or not self.is_open:
-            return  # the release (or nothing) comes next
+        if self._held is not None or not self.is_open or self._write_paused:
+            return  # the release (or resume_writing, or nothing) comes next
         waiting, self._waiting = self._waiting, []
         if waiting:
             self._turn(waiting)
@@ -281,10 +289,28 @@ class Connection(asyncio.Protocol):
             self._paused = True
 
     def _resume_reading(self) -> None:
-        if self._paused and self.is_open:
+        if self._paused and self.is_open and not self._write_paused:
             assert self._transport is not None
             self._transport.resume_reading()
             self._paused = False
+
+    def pause_writing(self) -> None:
+        """Too many answers unwritten: with ``backpressure``, stop reading and serving the
+        peer until they are written."""
+        if self._backpressure:
+            self._write_paused = True
+            self._pause_reading()
+
+    def resume_writing(self) -> None:
+        if not self._write_paused:
+            return
+        self._write_paused = False
+        if self._held is not None:
+            return  # the release comes next
+        if self._waiting:
+            self._next_turn_soon()
+        else:
+            self._resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._idle_timer is not None:

@@ -121,6 +121,7 @@ class _ServerConnection(Connection):
             fault_log=server.faults,
             max_frame_length=limits.max_frame_length,
             max_requests_in_flight=limits.max_requests_in_flight,
+            backpressure=True,
         )
         self._owner = server
         self._refused = False
