@@ -60,6 +60,12 @@ run: install
 sandbox: install
 	$(PY) tests/support/sandbox.py $(SANDBOX_ARGS)
 
+# Hostile input (docs/reliability.md): a long fuzz run of every decoder a peer reaches,
+# printing inputs tried and failures per decoder. `make fuzz FUZZ_ARGS='--examples 5000'`
+.PHONY: fuzz
+fuzz: install
+	$(PY) tests/support/fuzz_decoders.py $(FUZZ_ARGS)
+
 # Figures of the operator against the emulated API server (not a test: it prints numbers).
 # `make bench-operator BENCH_ARGS='--topics 100 --json'`
 bench-operator: install

@@ -30,6 +30,20 @@ def test_every_garbage_frame_is_refused_by_both_decoders() -> None:
                 frame.FrameDecoder(scan=scan).feed(garbage)
 
 
+def test_a_flood_to_ipv4_loopback_comes_from_other_loopback_hosts() -> None:
+    assert flooder.source_host("127.0.0.1:9876", 0) == "127.0.0.2"
+    assert flooder.source_host("localhost:9876", 9) == "127.0.0.3"
+    assert flooder.source_host("[::1]:9876", 0) is None
+
+
+def test_truncated_frames_are_requests_cut_short() -> None:
+    for scan in {frame.FrameDecoder.scan, frame.compiled_scan()} - {None}:
+        for truncated in flooder.truncated_frames():
+            decoder = frame.FrameDecoder(scan=scan)
+            assert decoder.feed(truncated) == []
+            assert decoder.buffered == len(truncated)
+
+
 @pytest.mark.parametrize("target", ["broker", "namesrv"])
 def test_malformed_requests_are_well_framed(target: str) -> None:
     requests = flooder.malformed_requests(target)  # type: ignore[arg-type]
@@ -40,9 +54,14 @@ def test_malformed_requests_are_well_framed(target: str) -> None:
 
 def test_the_plan_mixes_garbage_and_malformed_over_both_servers() -> None:
     plan = flooder.plan(24, "b:1", "n:2")
-    assert sum(role == "garbage" for _, role in plan) == 6
+    assert sum(role == "garbage" for _, role in plan) == 3
+    assert sum(role == "truncated" for _, role in plan) == 3
     assert sum(address == "n:2" for address, _ in plan) == 8
-    assert {role for address, role in plan if address == "n:2"} == {"garbage", "malformed"}
+    assert {role for address, role in plan if address == "n:2"} == {
+        "garbage",
+        "truncated",
+        "malformed",
+    }
     assert {address for address, _ in flooder.plan(4, "b:1", None)} == {"b:1"}
 
 
@@ -54,8 +73,8 @@ def test_bench_flood_refuses_servers_elsewhere(capsys: pytest.CaptureFixture[str
 
 @pytest.mark.slow
 def test_bench_flood_against_child_servers(capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["flood", "--baseline", "0.5", "--duration", "1", "--connections", "4",
-                     "--json"])  # fmt: skip
+    code = cli.main(["flood", "--baseline", "0.5", "--duration", "30", "--connections", "8",
+                     "--frames", "20000", "--json"])  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 0, err
     summary = json.loads(out)
@@ -65,7 +84,13 @@ def test_bench_flood_against_child_servers(capsys: pytest.CaptureFixture[str]) -
         assert summary[phase]["messages"] > 0
         assert summary[phase]["broker_cpu_pct"] is not None
     counts = summary["flood_counts"]
-    assert counts["frames"] > 0
+    assert counts["taken"] >= 20000
+    assert counts["frames"] >= counts["taken"]
     assert counts["garbage"] > 0
+    assert counts["truncated"] > 0
     assert summary["kept"] > 0
+    messages = summary["messages"]
+    assert messages["acknowledged"] > 0
+    assert messages["lost"] == 0
+    assert summary["rss_mib"]["broker"]["peak"] > 0
     assert "kept:" in err  # the lines for a person go to stderr with --json

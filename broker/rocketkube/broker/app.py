@@ -99,6 +99,7 @@ class BrokerApp:
             idle_timeout=settings.server_channel_max_idle_time_seconds,
             on_close=self.clients.on_channel_closed,
             tls=settings.tls_server(),
+            limits=settings.server_limits(),
         )
         self.http = HttpEndpoint(
             self.registry,

@@ -19,6 +19,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from rocketkube.broker import schedule
 from rocketkube.broker.store import FlushDiskType, StoreConfig
+from rocketkube.common.server_settings import RemotingServerSettings
 from rocketkube.common.tls_settings import TlsClientSettings
 
 
@@ -40,7 +41,7 @@ def _default_store() -> str:
     return str(Path.home() / "store")
 
 
-class BrokerSettings(TlsClientSettings):
+class BrokerSettings(TlsClientSettings, RemotingServerSettings):
     model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
 
     broker_cluster_name: str = Field("DefaultCluster", alias="brokerClusterName", min_length=1)
@@ -92,9 +93,6 @@ class BrokerSettings(TlsClientSettings):
     )
     notify_consumer_ids_changed_enable: bool = Field(True, alias="notifyConsumerIdsChangedEnable")
     channel_expired_timeout: int = Field(120_000, alias="channelExpiredTimeout", gt=0)
-    server_channel_max_idle_time_seconds: int = Field(
-        120, alias="serverChannelMaxIdleTimeSeconds", gt=0
-    )
     flush_consumer_offset_interval: int = Field(5_000, alias="flushConsumerOffsetInterval", gt=0)
     rebalance_lock_max_live_time: int = Field(
         60_000, alias="rebalanceLockMaxLiveTime", gt=0, description="queue lock life, ms"

@@ -98,3 +98,12 @@ class RequestMetrics(Collector):
             "Times a connection was left unread for a while: too many malformed requests",
             value=faults.throttles,
         )
+        refused = CounterMetricFamily(
+            f"{self._prefix}_refused",
+            "Connections closed at accept and requests answered SYSTEM_BUSY for the server's "
+            "limits, and connections closed for a frame left incomplete, by reason",
+            labels=["reason"],
+        )
+        for reason, count in list(faults.refused.items()):
+            refused.add_metric([reason], count)
+        yield refused

@@ -67,6 +67,7 @@ class NamesrvApp:
             on_close=self._on_connection_closed,
             faults=faults,
             tls=settings.tls_server(),
+            limits=settings.server_limits(),
         )
         self.http = HttpEndpoint(
             self.registry, settings.bind_address, settings.http_port, lambda: self._started

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict, Field
 
+from rocketkube.common.server_settings import RemotingServerSettings
 from rocketkube.common.tls_settings import TlsServerSettings
 
 #: A compressed REGISTER_BROKER body of 100,000 topics with 127-character names inflates
@@ -18,7 +19,7 @@ def _default_kv_path() -> str:
     return str(Path.home() / "namesrv" / "kvConfig.json")
 
 
-class NamesrvSettings(TlsServerSettings):
+class NamesrvSettings(TlsServerSettings, RemotingServerSettings):
     model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
 
     listen_port: int = Field(9876, alias="listenPort", ge=0, le=65535)
@@ -31,9 +32,6 @@ class NamesrvSettings(TlsServerSettings):
     )
     broker_channel_expired_time: int = Field(
         120_000, alias="brokerChannelExpiredTime", gt=0, description="ms"
-    )
-    server_channel_max_idle_time_seconds: int = Field(
-        120, alias="serverChannelMaxIdleTimeSeconds", gt=0
     )
     max_register_body_inflated_size: int = Field(
         DEFAULT_MAX_REGISTER_BODY_INFLATED_SIZE,

@@ -58,6 +58,7 @@ class HAClient:
         self._ssl = tls.context() if tls is not None else None
         self._learnt = master_ha_addr
         self._housekeeping = settings.ha_housekeeping_interval / 1000
+        self._max_body = settings.mapped_file_size_commit_log
         self._interval = settings.ha_reconnect_interval / 1000
         self._first_retry = min(FIRST_RETRY_SECONDS, self._interval)
         self._task: asyncio.Task[None] | None = None
@@ -120,7 +121,7 @@ class HAClient:
                 header = await asyncio.wait_for(
                     reader.readexactly(wire.TRANSFER_HEADER.size), self._housekeeping
                 )
-                offset, size = wire.TRANSFER_HEADER.unpack(header)
+                offset, size = wire.transfer_header(header, self._max_body)
                 body = await reader.readexactly(size) if size else b""
                 mine = store.commit_log_max_offset
                 if mine and offset != mine:

@@ -86,11 +86,9 @@ class ClientProcessors:
     def heart_beat(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         try:
             data = HeartbeatData.decode(req.body)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            conn.fault(faults.BODY, f"malformed heartbeat body: {exc!r}")
-            return RemotingCommand.response(
-                ResponseCode.SYSTEM_ERROR, f"malformed heartbeat body: {exc!r}"
-            )
+        except errors.ProtocolError as exc:
+            conn.fault(faults.BODY, str(exc))
+            return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, str(exc))
         if not data.client_id:
             return RemotingCommand.response(ResponseCode.SYSTEM_ERROR, "heartbeat without clientID")
         ctx = self.ctx

@@ -273,6 +273,11 @@ def configure_flood(parser: argparse.ArgumentParser) -> None:
         parser, "-s", "--size", type=_non_negative, default=defaults.body_size, help="body bytes"
     )
     _option(parser, "-t", "--topic", default=defaults.topic, help="topic")
+    parser.add_argument(
+        "--frames",
+        type=_positive,
+        help="flood until this many frames are written (--duration then bounds it)",
+    )
 
 
 def _configure_producer(parser: argparse.ArgumentParser) -> None:

@@ -4,9 +4,13 @@ One :class:`~rocketkube.client.producer.Producer` sends one message at a time (e
 for its answer) on its own connections, first alone for ``baseline`` seconds, then for
 ``duration`` seconds while ``connections`` flooding connections
 (:mod:`~rocketkube.client.bench.flooder`, in a child process) send malformed frames to
-the broker and the name server. The result holds the producer's sends a second and
-latency in both phases, the share of its baseline it kept, and the flood's frame rate; the
-CPU the broker and the name server spent, when their process ids are known.
+the broker and the name server; with ``frames``, until the servers took that many of the
+flood's frames (answered them, or closed the connection at them; ``duration`` then bounds
+it). The result holds the producer's sends a second and latency in
+both phases, the share of its baseline it kept, and the flood's frame rate; the CPU and
+resident memory (before, peak, after) of the broker and the name server, when their process
+ids are known; and whether every send the broker acknowledged can be read back at its
+offset with its body (:mod:`~rocketkube.client.bench.flood_audit`).
 
 Both phases are bounded in time and everything goes to loopback addresses only.
 """
@@ -23,7 +27,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Final
 
 from rocketkube.client.admin import AdminClient
-from rocketkube.client.bench import flooder
+from rocketkube.client.bench import flood_audit, flooder
 from rocketkube.client.bench.broker import process_cpu_seconds
 from rocketkube.client.bench.stats import Report, Stats
 from rocketkube.client.producer import Producer
@@ -48,6 +52,8 @@ class FloodSettings:
     topic: str = "BenchmarkFlood"
     group: str = "benchmark_flood_producer"
     send_timeout: float = 3.0
+    frames: int | None = None
+    """Frames the servers take of the flood before it stops (None: it lasts ``duration``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -77,6 +83,8 @@ class FloodResult:
     flood: Phase
     counts: dict[str, float]
     settings: FloodSettings
+    memory: flood_audit.RssWatch
+    verdict: flood_audit.Verdict
 
     @property
     def kept(self) -> float:
@@ -91,6 +99,8 @@ class FloodResult:
             "flood": self.flood.as_dict(),
             "kept": round(self.kept, 3),
             "flood_counts": self.counts,
+            "rss_mib": self.memory.as_dict(),
+            "messages": self.verdict.as_dict(),
             "settings": dataclasses.asdict(self.settings),
         }
 
@@ -113,12 +123,19 @@ def format_result(result: FloodResult) -> str:
     seconds = counts["seconds"] or 1.0
     lines.append(
         f"flood: {counts['frames_per_s']:,.0f} frames/s written by {result.settings.connections} "
-        f"connections, {counts['answers'] / seconds:,.0f}/s answered, "
-        f"{counts['garbage'] / seconds:,.0f}/s undecodable ({counts['frames']:,.0f} frames, "
-        f"{counts['answers']:,.0f} answers, {counts['garbage']:,.0f} undecodable of which "
-        f"{counts['closed_by_server']:,.0f} closed by the server; flooder CPU "
+        f"connections, {counts.get('taken', 0):,.0f} taken by the servers "
+        f"({counts.get('taken', 0) / seconds:,.0f}/s), {counts['answers'] / seconds:,.0f}/s "
+        "answered, "
+        f"{counts['garbage'] / seconds:,.0f}/s undecodable ({counts['frames']:,.0f} frames in "
+        f"{seconds:.1f} s, {counts['answers']:,.0f} answers, {counts['garbage']:,.0f} "
+        f"undecodable and {counts.get('truncated', 0):,.0f} truncated, "
+        f"{counts['closed_by_server']:,.0f} connections closed by the server; flooder CPU "
         f"{100 * counts['cpu_seconds'] / seconds:.0f}%)"
     )
+    lines += result.memory.lines()
+    verdict = result.verdict
+    lines.append(f"messages: {verdict.acknowledged:,} acknowledged, {verdict.found:,} read back "
+                 f"at their offsets, {verdict.lost:,} lost")  # fmt: skip
     lines.append(f"kept: {100 * result.kept:.1f}% of the baseline sends/s")
     return "\n".join(lines)
 
@@ -143,49 +160,65 @@ class _Cpu:
         return round(100 * (time.process_time() - self._own) / wall, 1), out[0], out[1]
 
 
-async def _send_for(producer: Producer, settings: FloodSettings, seconds: float) -> Report:
-    """One send at a time for ``seconds``: the latency of each, the failures counted."""
-    body = b"f" * settings.body_size
-    clock = time.perf_counter
-    started = clock()
-    stats = Stats(started)
-    deadline = started + seconds
-    while (begun := clock()) < deadline:
-        try:
-            await producer.send(Message(settings.topic, body))
-        except (errors.RocketKubeError, OSError, TimeoutError):
-            stats.fail()
-        else:
-            stats.ok(clock() - begun, len(body))
-    return stats.total(clock())
+class _Sender:
+    """The well-behaved producer: one send at a time, each body unique, each acknowledged
+    one in the :class:`~rocketkube.client.bench.flood_audit.Ledger`."""
+
+    def __init__(self, producer: Producer, settings: FloodSettings) -> None:
+        self._producer = producer
+        self._settings = settings
+        self._sent = 0
+        self.ledger = flood_audit.Ledger()
+
+    async def send_for(self, seconds: float, until: asyncio.Future[Any] | None = None) -> Report:
+        """Send for ``seconds``, or until ``until`` is done (after one send at least): the
+        latency of each send, the failures counted."""
+        settings = self._settings
+        clock = time.perf_counter
+        started = clock()
+        stats = Stats(started)
+        deadline = started + seconds
+        while (begun := clock()) < deadline:
+            self._sent += 1
+            body = flood_audit.unique_body(self._sent, settings.body_size)
+            try:
+                result = await self._producer.send(Message(settings.topic, body))
+            except (errors.RocketKubeError, OSError, TimeoutError):
+                stats.fail()
+            else:
+                stats.ok(clock() - begun, len(body))
+                self.ledger.add(result, body)
+            if until is not None and until.done():
+                break
+        return stats.total(clock())
 
 
 @contextlib.asynccontextmanager
 async def _flooding(
     broker: str, namesrv: str, settings: FloodSettings
-) -> AsyncIterator[asyncio.Future[dict[str, float]]]:
-    """The flooder child process, for the flood phase and its ramp; yields its counts (a
-    future, set once it has finished)."""
+) -> AsyncIterator[asyncio.Future[bytes]]:
+    """The flooder child process, for the flood phase and its ramp; yields the future of its
+    output, done once it has finished (its counts are then :func:`_counts`)."""
+    frames = () if settings.frames is None else ("--frames", str(settings.frames))
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "rocketkube.client.bench.flooder", broker,
         "--namesrv", namesrv, "--connections", str(settings.connections),
-        "--duration", str(settings.duration + 2 * _RAMP_SECONDS),
+        "--duration", str(settings.duration + 2 * _RAMP_SECONDS), *frames,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         env=runtime.child_env(),
     )  # fmt: skip
     assert proc.stdout is not None
-    counts: asyncio.Future[dict[str, float]] = asyncio.get_running_loop().create_future()
     try:
         started = await asyncio.wait_for(proc.stdout.readline(), _STOP_TIMEOUT)
         if started.strip() != flooder.STARTED.encode():
             raise errors.RocketKubeError(f"the flooder did not start: {started!r}")
+        output = asyncio.ensure_future(proc.stdout.read())
         await asyncio.sleep(_RAMP_SECONDS)
-        yield counts
-        out = await asyncio.wait_for(proc.stdout.read(), _STOP_TIMEOUT)
+        yield output
+        out = await asyncio.wait_for(output, _STOP_TIMEOUT)
         await proc.wait()
         if proc.returncode != 0 or not out.strip():
             raise errors.RocketKubeError(f"the flooder exited with code {proc.returncode}")
-        counts.set_result(json.loads(out.splitlines()[-1]))
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -204,17 +237,23 @@ async def run_flood(
     ``broker`` is given); loopback addresses only."""
     namesrvs = [flooder.loopback_address(a.strip()) for a in namesrv.split(";") if a.strip()]
     pids = (broker_pid, namesrv_pid)
-    async with Producer(settings.group, namesrv, send_timeout=settings.send_timeout) as producer:
-        await _send_for(producer, settings, 0.5)  # the topic created, routes and pools warm
+    memory = flood_audit.RssWatch({"broker": broker_pid, "name server": namesrv_pid})
+    async with (
+        Producer(settings.group, namesrv, send_timeout=settings.send_timeout) as producer,
+        AdminClient(namesrv) as admin,
+    ):
+        sender = _Sender(producer, settings)
+        await sender.send_for(0.5)  # the topic created, routes and pools warm
         if broker is None:
-            async with AdminClient(namesrv) as admin:
-                broker = sorted((await admin.broker_addrs(settings.topic)).values())[0]
+            broker = sorted((await admin.broker_addrs(settings.topic)).values())[0]
         flooder.loopback_address(broker)
         cpu = _Cpu(pids)
-        baseline = await _send_for(producer, settings, settings.baseline)
+        baseline = await sender.send_for(settings.baseline)
         base_phase = Phase("baseline", baseline, *cpu.end())
-        async with _flooding(broker, namesrvs[0], settings) as counts:
+        async with memory.watching(), _flooding(broker, namesrvs[0], settings) as output:
             cpu = _Cpu(pids)
-            flooded = await _send_for(producer, settings, settings.duration)
+            flooded = await sender.send_for(settings.duration, output)
             flood_phase = Phase("flood", flooded, *cpu.end())
-    return FloodResult(base_phase, flood_phase, counts.result(), settings)
+        counts: dict[str, float] = json.loads(output.result().splitlines()[-1])
+        verdict = await sender.ledger.verify(admin)
+    return FloodResult(base_phase, flood_phase, counts, settings, memory, verdict)

@@ -1,18 +1,26 @@
 """The flooding side of ``rocketkube bench flood``: connections that send malformed frames.
 
-Two kinds of flooding connection, both writing as fast as the peer reads:
+Three kinds of flooding connection, all writing as fast as the peer reads:
 
     garbage     one undecodable frame (a bad length, a header that is not JSON, an unknown
                 serialize type, a header longer than its frame), then waits for the server
                 to close the connection and connects again
+    truncated   one well-formed request cut short (in its length, its header or its body),
+                then the end of the stream; waits for the server to close, connects again
     malformed   well-framed requests with bad content, pipelined without a window: lock
                 bodies that are not JSON, integers out of range in send headers, unknown
                 request codes, heartbeats and broker registrations that do not decode,
                 headers missing their fields; the answers are read and counted
 
-The mix is :func:`plan`'s: every fourth connection floods garbage, every third goes to the
-name server when one is given. Everything it does stops by itself after ``duration``
-seconds, and only loopback addresses are accepted (:func:`loopback_address`).
+The mix is :func:`plan`'s: every fourth connection floods garbage or truncated frames (in
+turn), every third goes to the name server when one is given. Everything it does stops by
+itself after ``duration`` seconds, or once the servers took ``frames`` of its frames when
+given (:attr:`FloodCounts.taken`: answered, or ending a connection the server closed;
+frames written but left unread by a server that holds a throttled connection do not count).
+Only loopback addresses are accepted (:func:`loopback_address`). To an IPv4 loopback
+address the flood comes from 127.0.0.2 to 127.0.0.9 (:func:`source_host`), as from other
+hosts: the servers hold back the new connections of a host whose connections keep sending
+garbage, and the client measured (from 127.0.0.1) is not one of those.
 
 It runs as a child process of the benchmark (``python -m rocketkube.client.bench.flooder``),
 so the client it measures has its own interpreter, and prints a JSON line of counts.
@@ -22,12 +30,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import dataclasses
 import functools
 import ipaddress
 import itertools
 import json
+import math
 import struct
 import sys
 import time
@@ -47,9 +55,11 @@ __all__ = [
     "malformed_requests",
     "plan",
     "run_flood",
+    "source_host",
+    "truncated_frames",
 ]
 
-Role = Literal["garbage", "malformed"]
+Role = Literal["garbage", "truncated", "malformed"]
 
 CONNECT_TIMEOUT: Final = 2.0
 CLOSE_TIMEOUT: Final = 5.0
@@ -72,6 +82,18 @@ def loopback_address(address: str) -> str:
     return address
 
 
+SOURCE_HOSTS: Final = 8
+
+
+def source_host(address: str, index: int) -> str | None:
+    """The address flooding connection ``index`` to ``address`` comes from: one of
+    127.0.0.2 to 127.0.0.9 for an IPv4 loopback one, else the system's choice (None)."""
+    host, _ = split_address(address)
+    if host == "localhost" or ipaddress.ip_address(host).version == 4:
+        return f"127.0.0.{2 + index % SOURCE_HOSTS}"
+    return None
+
+
 def _json_frame(header: bytes, serialize: int = 0, body: bytes = b"") -> bytes:
     return struct.pack(">ii", 4 + len(header) + len(body), serialize << 24 | len(header)) + (
         header + body
@@ -89,6 +111,13 @@ def garbage_frames() -> tuple[bytes, ...]:
         _json_frame(b'{"code":310}', serialize=5),
         struct.pack(">ii", 8, 100) + b"abcd",  # a header longer than its frame
     )
+
+
+def truncated_frames() -> tuple[bytes, ...]:
+    """Requests cut short: in the length field, the header word, the header, the body."""
+    request = RemotingCommand.request(RequestCode.HEART_BEAT, {"a": "b"}, b'{"clientID":"t"}')
+    whole = frame.encode_bytes(request)
+    return tuple(whole[:cut] for cut in (2, 6, 12, len(whole) - 20, len(whole) - 1))
 
 
 def _send(**changes: str) -> dict[str, str]:
@@ -151,11 +180,15 @@ class FloodCounts:
     """Frames written: malformed requests and garbage frames."""
     garbage: int = 0
     """Garbage frames among them (each one connection)."""
+    truncated: int = 0
+    """Truncated frames among them (each one connection)."""
     answers: int = 0
     """Answer frames read back."""
     closed_by_server: int = 0
     connects: int = 0
     connect_failures: int = 0
+    taken: int = 0
+    """Frames the servers took: answered, or ending a connection they closed."""
     seconds: float = 0.0
     cpu_seconds: float = 0.0
     """The flooding process's own CPU time: on a small machine it takes CPU from the rest."""
@@ -165,15 +198,31 @@ class FloodCounts:
         return {**dataclasses.asdict(self), "frames_per_s": round(rate, 1)}
 
 
+class _Goal:
+    """The frames the servers are to take of the flood; :attr:`reached` is set once they
+    took them, and every flooding connection then ends."""
+
+    def __init__(self, counts: FloodCounts, frames: float) -> None:
+        self.counts = counts
+        self.frames = frames
+        self.reached = asyncio.Event()
+
+    def take(self, frames: int) -> None:
+        self.counts.taken += frames
+        if self.counts.taken >= self.frames:
+            self.reached.set()
+
+
 class _Flooding(asyncio.Protocol):
     """One connection: writes its payload (again and again while the server reads it, for
     a malformed flood) and counts the answers."""
 
-    def __init__(self, payload: bytes, frames: int, repeat: bool, counts: FloodCounts) -> None:
+    def __init__(self, payload: bytes, frames: int, role: Role, goal: _Goal) -> None:
         self._payload = payload
         self._frames = frames
-        self._repeat = repeat
-        self._counts = counts
+        self._role = role
+        self._counts = goal.counts
+        self._goal = goal
         self._transport: asyncio.Transport | None = None
         self._paused = False
         self._carry = b""
@@ -188,9 +237,13 @@ class _Flooding(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing() or self._paused:
             return
+        if self._goal.reached.is_set():
+            return
         transport.write(self._payload)
         self._counts.frames += self._frames
-        if self._repeat:  # one batch a loop turn: the other connections write too
+        if self._role == "truncated":
+            transport.write_eof()
+        elif self._role == "malformed":  # a batch a loop turn: the other connections write too
             asyncio.get_running_loop().call_soon(self._write)
 
     def pause_writing(self) -> None:
@@ -209,11 +262,16 @@ class _Flooding(asyncio.Protocol):
                 break
             pos += 4 + length
             self._counts.answers += 1
+            self._goal.take(1)
         self._carry = data[pos:]
 
     def eof_received(self) -> bool:
+        """The server closed: drop what is unwritten. (Letting asyncio close a transport
+        with a full buffer, then aborting it, has it call ``connection_lost`` twice.)"""
         self.closed_by_peer = True
-        return False
+        if self._transport is not None:
+            self._transport.abort()
+        return True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
@@ -228,57 +286,83 @@ class _Flooding(asyncio.Protocol):
 
 
 async def _flood_one(
-    address: str, role: Role, payloads: Sequence[bytes], deadline: float, counts: FloodCounts
+    address: str,
+    role: Role,
+    payloads: Sequence[bytes],
+    deadline: float,
+    goal: _Goal,
+    index: int,
 ) -> None:
-    """Connect, flood, and connect again whenever the server closes, until ``deadline``."""
+    """Connect, flood, and connect again whenever the server closes, until ``deadline`` or
+    until the servers took the ``goal``'s frames."""
     loop = asyncio.get_running_loop()
+    counts = goal.counts
     host, port = split_address(address)
-    garbage = role == "garbage"
+    source = source_host(address, index)
+    local = None if source is None else (source, 0)
+    garbage = role != "malformed"  # one frame a connection
     frames = 1 if garbage else BATCH_FRAMES
     for payload in itertools.cycle(payloads):
         left = deadline - time.monotonic()
-        if left <= 0:
+        if left <= 0 or goal.reached.is_set():
             return
-        made = functools.partial(_Flooding, payload, frames, not garbage, counts)
+        made = functools.partial(_Flooding, payload, frames, role, goal)
         try:
             _, protocol = await asyncio.wait_for(
-                loop.create_connection(made, host, port), min(left, CONNECT_TIMEOUT)
+                loop.create_connection(made, host, port, local_addr=local),
+                min(left, CONNECT_TIMEOUT),
             )
         except (OSError, TimeoutError):
             counts.connect_failures += 1
             await asyncio.sleep(0.05)  # the server may be momentarily out of descriptors
             continue
         counts.connects += 1
-        counts.garbage += 1 if garbage else 0
+        counts.garbage += role == "garbage"
+        counts.truncated += role == "truncated"
         wait = min(deadline - time.monotonic(), CLOSE_TIMEOUT if garbage else float("inf"))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(protocol.closed), max(wait, 0.0))
+        reached = asyncio.ensure_future(goal.reached.wait())
+        await asyncio.wait((protocol.closed, reached), timeout=max(wait, 0.0),
+                           return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        reached.cancel()
         counts.closed_by_server += protocol.closed_by_peer
+        if garbage and protocol.closed_by_peer:
+            goal.take(1)
         protocol.close()
         await protocol.closed
 
 
 def plan(connections: int, broker: str, namesrv: str | None) -> list[tuple[str, Role]]:
-    """(address, role) of each flooding connection: every fourth sends garbage, every third
-    goes to the name server (when given)."""
+    """(address, role) of each flooding connection: every fourth sends garbage or truncated
+    frames (in turn), every third goes to the name server (when given)."""
     out: list[tuple[str, Role]] = []
     for i in range(connections):
         address = namesrv if namesrv is not None and i % 3 == 2 else broker
-        out.append((address, "garbage" if i % 4 == 3 else "malformed"))
+        role: Role = "malformed"
+        if i % 4 == 3:
+            role = "garbage" if i % 8 == 3 else "truncated"
+        out.append((address, role))
     return out
 
 
 async def run_flood(
-    broker: str, namesrv: str | None, connections: int, duration: float
+    broker: str,
+    namesrv: str | None,
+    connections: int,
+    duration: float,
+    frames: int | None = None,
 ) -> FloodCounts:
     """Flood ``broker`` (and ``namesrv``) from ``connections`` connections for ``duration``
-    seconds (at most :data:`MAX_DURATION`)."""
+    seconds (at most :data:`MAX_DURATION`), or until the servers took ``frames`` frames."""
     for address in (broker, namesrv):
         if address is not None:
             loopback_address(address)
     duration = min(duration, MAX_DURATION)
     counts = FloodCounts()
-    garbage = garbage_frames()
+    payloads_of: dict[Role, tuple[bytes, ...]] = {
+        "garbage": garbage_frames(),
+        "truncated": truncated_frames(),
+    }
+    goal = _Goal(counts, math.inf if frames is None else frames)
     batches = {
         target: (_batch(malformed_requests(target), BATCH_FRAMES),)
         for target in ("broker", "namesrv")
@@ -287,10 +371,10 @@ async def run_flood(
     cpu_started = time.process_time()
     deadline = started + duration
     floods = []
-    for address, role in plan(connections, broker, namesrv):
-        target = "namesrv" if address == namesrv and address != broker else "broker"
-        payloads = garbage if role == "garbage" else batches[target]
-        floods.append(_flood_one(address, role, payloads, deadline, counts))
+    for index, (address, role) in enumerate(plan(connections, broker, namesrv)):
+        server = "namesrv" if address == namesrv and address != broker else "broker"
+        payloads = payloads_of.get(role) or batches[server]
+        floods.append(_flood_one(address, role, payloads, deadline, goal, index))
     await asyncio.gather(*floods)
     counts.seconds = time.monotonic() - started
     counts.cpu_seconds = time.process_time() - cpu_started
@@ -307,9 +391,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--namesrv", type=loopback_address, help="name server host:port")
     parser.add_argument("--connections", type=int, default=24)
     parser.add_argument("--duration", type=float, default=30.0)
+    parser.add_argument("--frames", type=int, help="stop once the servers took this many")
     args = parser.parse_args(argv)
     print(STARTED, flush=True)
-    counts = asyncio.run(run_flood(args.broker, args.namesrv, args.connections, args.duration))
+    counts = asyncio.run(
+        run_flood(args.broker, args.namesrv, args.connections, args.duration, args.frames)
+    )
     print(json.dumps(counts.as_dict()), flush=True)
     return 0
 

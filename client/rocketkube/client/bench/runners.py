@@ -191,6 +191,7 @@ async def run_flood_bench(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         body_size=args.size,
         topic=args.topic,
+        frames=args.frames,
     )
     try:
         for address in [*(args.namesrv_addr or "").split(";"), args.broker or ""]:
@@ -200,9 +201,10 @@ async def run_flood_bench(args: argparse.Namespace) -> int:
         print(f"rocketkube bench: {exc}", file=sys.stderr)
         return 2
     out: TextIO = sys.stderr if args.json else sys.stdout
+    extent = f"{settings.duration:g} s" if settings.frames is None else (
+        f"{settings.frames:,} frames (at most {settings.duration:g} s)")  # fmt: skip
     print(f"a producer alone for {settings.baseline:g} s, then under a flood of "
-          f"{settings.connections} connections for {settings.duration:g} s", file=out,
-          flush=True)  # fmt: skip
+          f"{settings.connections} connections for {extent}", file=out, flush=True)  # fmt: skip
     if args.namesrv_addr:
         result = await flood.run_flood(args.namesrv_addr, settings, broker=args.broker)
     else:
@@ -217,7 +219,8 @@ async def run_flood_bench(args: argparse.Namespace) -> int:
                 )
     print(flood.format_result(result), file=out)
     print(json.dumps(result.as_dict()), flush=True)
-    return 1 if result.baseline.report.failed or result.flood.report.failed else 0
+    failed = result.baseline.report.failed or result.flood.report.failed
+    return 1 if failed or result.verdict.lost else 0
 
 
 def all_delivered(results: Sequence[bench.Result]) -> bool:

@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocketkube.common import fastjson
+from rocketkube.common import errors, fastjson
 from rocketkube.common.message.hashing import tags_code
 
 SUB_ALL = "*"
@@ -161,15 +161,18 @@ class HeartbeatData:
 
     @classmethod
     def decode(cls, body: bytes | bytearray | memoryview) -> HeartbeatData:
-        """Parse any client's heartbeat; ValueError (or KeyError) when it is not one."""
-        data = fastjson.loads(body)
-        if not isinstance(data, dict):
-            raise ValueError("heartbeat body is not an object")
-        return cls(
-            client_id=str(data.get("clientID") or data.get("clientId") or ""),
-            consumers=[ConsumerData.from_json(c) for c in data.get("consumerDataSet") or []],
-            producer_groups=[str(p["groupName"]) for p in data.get("producerDataSet") or []],
-        )
+        """Parse any client's heartbeat; ProtocolError when it is not one."""
+        try:
+            data = fastjson.loads(body)
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            return cls(
+                client_id=str(data.get("clientID") or data.get("clientId") or ""),
+                consumers=[ConsumerData.from_json(c) for c in data.get("consumerDataSet") or []],
+                producer_groups=[str(p["groupName"]) for p in data.get("producerDataSet") or []],
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise errors.ProtocolError(f"malformed heartbeat body: {exc!r}") from None
 
     def encode(self) -> bytes:
         return fastjson.dumps(

@@ -12,10 +12,26 @@ Written compact with quoted keys, which every 4.x client accepts; read leniently
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from rocketkube.common import fastjson
+from rocketkube.common import errors, fastjson
+
+T = TypeVar("T")
+
+
+def _decoded(what: str, body: bytes | bytearray | memoryview, build: Callable[[Any], T]) -> T:
+    """``build`` over the JSON object of ``body``; ProtocolError naming ``what`` when it is
+    not one, or not of the shape ``build`` wants (a name server's answer is a peer's)."""
+    try:
+        data = fastjson.loads(body)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        return build(data)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise errors.ProtocolError(f"malformed {what}: {exc!r}") from None
+
 
 MASTER_ID = 0
 
@@ -97,7 +113,10 @@ class TopicRouteData:
 
     @classmethod
     def decode(cls, body: bytes | bytearray | memoryview) -> TopicRouteData:
-        data = fastjson.loads(body)
+        return _decoded("TopicRouteData", body, cls._from_json)
+
+    @classmethod
+    def _from_json(cls, data: dict[str, Any]) -> TopicRouteData:
         return cls(
             queue_datas=[QueueData.from_json(q) for q in data.get("queueDatas") or []],
             broker_datas=[BrokerData.from_json(b) for b in data.get("brokerDatas") or []],
@@ -123,7 +142,10 @@ class ClusterInfo:
 
     @classmethod
     def decode(cls, body: bytes | bytearray | memoryview) -> ClusterInfo:
-        data = fastjson.loads(body)
+        return _decoded("ClusterInfo", body, cls._from_json)
+
+    @classmethod
+    def _from_json(cls, data: dict[str, Any]) -> ClusterInfo:
         return cls(
             broker_addr_table={
                 str(k): BrokerData.from_json(v)
@@ -144,7 +166,7 @@ def encode_topic_list(topics: list[str], broker_addr: str | None = None) -> byte
 
 
 def decode_topic_list(body: bytes | bytearray | memoryview) -> list[str]:
-    return [str(t) for t in fastjson.loads(body).get("topicList") or []]
+    return _decoded("TopicList", body, lambda data: [str(t) for t in data.get("topicList") or []])
 
 
 def encode_kv_table(table: dict[str, str]) -> bytes:
@@ -152,4 +174,6 @@ def encode_kv_table(table: dict[str, str]) -> bytes:
 
 
 def decode_kv_table(body: bytes | bytearray | memoryview) -> dict[str, str]:
-    return {str(k): str(v) for k, v in (fastjson.loads(body).get("table") or {}).items()}
+    return _decoded(
+        "KVTable", body, lambda data: {str(k): str(v) for k, v in (data.get("table") or {}).items()}
+    )

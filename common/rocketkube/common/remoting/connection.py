@@ -14,6 +14,14 @@ the connection; a request its handler refuses as malformed is answered, and char
 the connection's budget: a peer that spends it is left unread for a while
 (:mod:`~rocketkube.common.remoting.faults`, which also keeps the log quiet about them).
 
+A server's connection is bounded (``max_requests_in_flight``): past that many requests
+waiting for their answers, a request is answered SYSTEM_BUSY at once, unserved; and while
+its answers wait to be written (a peer that sends and does not read), it is neither read
+nor served (:meth:`Connection.pause_writing`), so that they stay in the peer's buffers,
+not in ours. Its idle
+timeout closes it when it stays silent that long, and when a frame it began stays
+incomplete that long, however slowly its bytes trickle in (a slowloris peer).
+
 A request handler returns a response, ``None`` (no response), or an awaitable of
 either; awaitables are answered when they finish, so slow requests (long polling,
 a group-committed flush) never block the ones pipelined behind them. A
@@ -94,17 +102,28 @@ class Connection(asyncio.Protocol):
         on_close: Callable[[Connection], None] | None = None,
         fault_log: faults.FaultLog | None = None,
         before_request: Callable[[RemotingCommand], None] | None = None,
+        max_frame_length: int = frame.MAX_FRAME_LENGTH,
+        max_requests_in_flight: int | None = None,
+        backpressure: bool = False,
     ) -> None:
         """``fault_log``: the account of malformed traffic this connection shares (a
         server's, for all of its connections), else one of its own. ``before_request``:
         applied to every request this side sends, just before it is encoded (a client's
-        signature, :func:`rocketkube.common.acl.sign`; Java's ``RPCHook``)."""
+        signature, :func:`rocketkube.common.acl.sign`; Java's ``RPCHook``).
+        ``max_requests_in_flight``: the peer's requests waiting for their answers, at most
+        (None: unbounded). ``backpressure``: stop reading the peer while the answers to it
+        wait to be written (a server's; a client never stops reading its answers)."""
         self._handler = handler
         self._before_request = before_request
         self._idle_timeout = idle_timeout
         self._on_close = on_close
         self._faults = faults.PeerFaults(fault_log or faults.FaultLog(), "?")
-        self._decoder = frame.FrameDecoder()
+        self._decoder = frame.FrameDecoder(max_frame_length)
+        self._max_in_flight = max_requests_in_flight
+        self._in_flight = 0
+        """The peer's requests served but not answered yet (awaited, deferred)."""
+        self._partial_since: float | None = None
+        """Loop time the incomplete frame in the decoder began to wait (None: none)."""
         self._templated_frames = frame.compiled_templated_frames() or frame.templated_frames
         self._held_frames = frame.compiled_held_frames() or frame.held_frames
         # opaque -> (future, deadline, request code, timeout); one timer per connection, at
@@ -125,6 +144,9 @@ class Connection(asyncio.Protocol):
         self._held: asyncio.TimerHandle | None = None
         self._unread: list[bytes] = []  # received while held, decoded at the release
         self._paused = False
+        self._backpressure = backpressure
+        self._write_paused = False
+        """The transport holds more than its high-water mark of unwritten bytes."""
         self._last_io = 0.0
         self._idle_timer: asyncio.TimerHandle | None = None
         self._loop = asyncio.get_running_loop()
@@ -150,7 +172,7 @@ class Connection(asyncio.Protocol):
             self._idle_timer = self._loop.call_later(self._idle_timeout, self._check_idle)
 
     def data_received(self, data: bytes) -> None:
-        self._last_io = self._loop.time()
+        now = self._last_io = self._loop.time()
         if self._held is not None:  # uvloop reads once after a hold made on connecting
             self._unread.append(data)
             self._pause_reading()
@@ -161,6 +183,10 @@ class Connection(asyncio.Protocol):
             self._faults.malformed(faults.FRAME, str(exc))
             self.abort()
             return
+        if not self._decoder.buffered:
+            self._partial_since = None
+        elif commands or self._partial_since is None:
+            self._partial_since = now  # a frame began in this chunk
         requests = commands
         if any(map(_IS_RESPONSE, map(_FLAG, commands))):  # looked at in C, not Python
             requests = []
@@ -185,13 +211,16 @@ class Connection(asyncio.Protocol):
             self._next_turn_soon()
         self._batching = True
         try:
+            if self._max_in_flight is not None:
+                requests = self._admit(requests, self._max_in_flight - self._in_flight)
             if len(requests) == 1:
                 self._serve(requests[0])
             elif len(requests) <= ANSWER_EVERY:
-                self._serve_many(requests)
+                if requests:  # none when all were refused
+                    self._serve_many(requests)
             else:
                 for start in range(0, len(requests), ANSWER_EVERY):
-                    if self._held is not None:  # held amid the turn: the rest waits
+                    if self._held is not None or self._write_paused:  # the rest waits
                         self._waiting = requests[start:] + self._waiting
                         break
                     self._serve_many(requests[start : start + ANSWER_EVERY])
@@ -199,6 +228,25 @@ class Connection(asyncio.Protocol):
         finally:
             self._batching = False
             self._flush()
+
+    def _admit(self, requests: list[RemotingCommand], room: int) -> list[RemotingCommand]:
+        """The first ``room`` of ``requests``, to be served: should all of them stay in
+        flight, the bound still holds. The others are answered SYSTEM_BUSY."""
+        if len(requests) <= room:
+            return requests
+        room = max(room, 0)
+        refused = requests[room:]
+        limit = self._max_in_flight
+        self._faults.refuse_in_flight(
+            f"answering SYSTEM_BUSY to {self.remote_address}: {self._in_flight} of its "
+            f"requests in flight, serverChannelMaxRequestsInFlight {limit}",
+            len(refused),
+        )
+        remark = (f"[OVERLOAD]system busy: {self._in_flight} requests of this connection in "
+                  f"flight, at most {limit}")  # fmt: skip
+        for request in refused:
+            self._reply(request, _error(codes.ResponseCode.SYSTEM_BUSY, remark))
+        return requests[:room]
 
     def _next_turn_soon(self) -> None:
         if not self._turn_due:
@@ -208,8 +256,8 @@ class Connection(asyncio.Protocol):
     def _next_turn(self) -> None:
         """The turn of the requests waiting; reading again once none is left."""
         self._turn_due = False
-        if self._held is not None or not self.is_open:
-            return  # the release (or nothing) comes next
+        if self._held is not None or not self.is_open or self._write_paused:
+            return  # the release (or resume_writing, or nothing) comes next
         waiting, self._waiting = self._waiting, []
         if waiting:
             self._turn(waiting)
@@ -241,10 +289,28 @@ class Connection(asyncio.Protocol):
             self._paused = True
 
     def _resume_reading(self) -> None:
-        if self._paused and self.is_open:
+        if self._paused and self.is_open and not self._write_paused:
             assert self._transport is not None
             self._transport.resume_reading()
             self._paused = False
+
+    def pause_writing(self) -> None:
+        """Too many answers unwritten: with ``backpressure``, stop reading and serving the
+        peer until they are written."""
+        if self._backpressure:
+            self._write_paused = True
+            self._pause_reading()
+
+    def resume_writing(self) -> None:
+        if not self._write_paused:
+            return
+        self._write_paused = False
+        if self._held is not None:
+            return  # the release comes next
+        if self._waiting:
+            self._next_turn_soon()
+        else:
+            self._resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._idle_timer is not None:
@@ -483,10 +549,12 @@ class Connection(asyncio.Protocol):
             held.serializations.append(request.serialize_type)
         if groups is not None:
             for group, held in groups.items():
+                self._in_flight += len(held.replies)
                 group.add_listener(functools.partial(self._answer_held, held))
 
     def _answer_held(self, held: _Held) -> None:
         """Answer resolved group members at once: one outbox, one write."""
+        self._in_flight -= len(held.replies)
         if not self.is_open:
             log.debug("could not answer %s: connection closed", self.remote_address)
             return
@@ -510,14 +578,27 @@ class Connection(asyncio.Protocol):
             # Only what answering needs is kept: the request holds its header fields and a
             # view of the whole received chunk, thousands of them while a flush runs.
             opaque, flag, serialize = request.opaque, request.flag, request.serialize_type
-            reply.add_listener(lambda given: self._reply_to(opaque, flag, serialize, given))
+            self._in_flight += 1
+            reply.add_listener(lambda given: self._reply_deferred(opaque, flag, serialize, given))
         else:
             future = asyncio.ensure_future(reply)
+            self._in_flight += 1
             future.add_done_callback(lambda done: self._reply_later(request, done))
+
+    def _reply_deferred(
+        self,
+        opaque: int,
+        request_flag: int,
+        serialize: codes.SerializeType,
+        reply: RemotingCommand | None,
+    ) -> None:
+        self._in_flight -= 1
+        self._reply_to(opaque, request_flag, serialize, reply)
 
     def _reply_later(
         self, request: RemotingCommand, done: asyncio.Future[RemotingCommand | None]
     ) -> None:
+        self._in_flight -= 1
         if done.cancelled():
             return
         exc = done.exception()
@@ -558,15 +639,25 @@ class Connection(asyncio.Protocol):
             log.debug("could not answer %s: connection closed", self.remote_address)
 
     def _check_idle(self) -> None:
-        assert self._idle_timeout is not None
-        idle_for = self._loop.time() - self._last_io
-        if idle_for >= self._idle_timeout:
-            log.info("closing connection from %s: idle for %.0fs", self.remote_address, idle_for)
+        """Close the connection idle for the timeout, or whose incomplete frame waited
+        that long; else look again when the first of these can be."""
+        timeout = self._idle_timeout
+        assert timeout is not None
+        now = self._loop.time()
+        partial = self._partial_since
+        if partial is not None and now - partial >= timeout:
+            self._faults.slow_frame(
+                f"closing the connection from {self.remote_address}: a frame incomplete "
+                f"for {now - partial:.1f} s ({self._decoder.buffered} bytes of it received)"
+            )
+            self.abort()
+        elif now - self._last_io >= timeout:
+            log.info("closing connection from %s: idle for %.0fs", self.remote_address,
+                     now - self._last_io)  # fmt: skip
             self.close()
         else:
-            self._idle_timer = self._loop.call_later(
-                self._idle_timeout - idle_for, self._check_idle
-            )
+            due = min(self._last_io, math.inf if partial is None else partial) + timeout
+            self._idle_timer = self._loop.call_later(due - now, self._check_idle)
 
 
 def _error(code: int, remark: str) -> RemotingCommand:

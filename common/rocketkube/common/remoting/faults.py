@@ -32,6 +32,17 @@ budget (``host_burst`` refilled at ``host_per_second``, one per connection close
 throttled): once that is spent, the host's new connections wait, unread, until it is
 refilled (``max_backoff`` at most). Connections already open are never held for their
 host; legitimate clients send no garbage at all.
+
+What a server refuses for its limits (:class:`~rocketkube.common.remoting.server.ServerLimits`)
+rather than for a fault is counted by reason in :attr:`FaultLog.refused` and told in one
+warning line per reason every ``warn_interval`` seconds, whatever the number of peers:
+
+    reason       what the peer did                                  the answer
+    connections  connected while the server holds its most          none: closed at accept
+    in_flight    sent a request while as many of its own are         SYSTEM_BUSY
+                 waiting for their answers as a connection may have
+    slow_frame   left a frame incomplete for the idle timeout        none: the connection is
+                 (however slowly its bytes trickle in)                 closed
 """
 
 from __future__ import annotations
@@ -55,6 +66,10 @@ VALUE: Final = "value"
 CODE: Final = "code"
 TLS: Final = "tls"
 KINDS: Final = (FRAME, HEADER, BODY, VALUE, CODE, TLS)
+CONNECTIONS: Final = "connections"
+IN_FLIGHT: Final = "in_flight"
+SLOW_FRAME: Final = "slow_frame"
+REFUSALS: Final = (CONNECTIONS, IN_FLIGHT, SLOW_FRAME)
 _BUG: Final = "bug"
 """The warning slot of our own failures (not counted as the peer's)."""
 
@@ -117,6 +132,10 @@ class FaultLog:
         """Malformed frames and requests by kind, since start."""
         self.throttles = 0
         """Times a connection was left unread for spending its budget, or its host's."""
+        self.refused: dict[str, int] = dict.fromkeys(REFUSALS, 0)
+        """Connections closed and requests refused for the server's limits, by reason."""
+        # reason -> [when last told, how many untold since]
+        self._refusals_told: dict[str, list[float]] = {}
         self._window_started = -float("inf")
         self._lines = 0
         self._left_out = 0
@@ -133,6 +152,20 @@ class FaultLog:
         self._lines += 1
         left_out, self._left_out = self._left_out, 0
         return left_out
+
+    def refuse(self, reason: str, detail: str, count: int = 1) -> None:
+        """``count`` connections or requests refused for ``reason`` (one of
+        :data:`REFUSALS`): counted, and told at most once per ``warn_interval``."""
+        self.refused[reason] = self.refused.get(reason, 0) + count
+        now = self.clock()
+        entry = self._refusals_told.setdefault(reason, [-math.inf, 0])
+        entry[1] += count
+        if now - entry[0] < self.policy.warn_interval:
+            return
+        untold = int(entry[1]) - count
+        entry[0], entry[1] = now, 0
+        more = f" (and {untold} more since the last line)" if untold else ""
+        log.warning("%s%s", detail, more)
 
     def leave_out(self, events: int) -> None:
         """``events`` a closed connection never told of."""
@@ -235,6 +268,15 @@ class PeerFaults:
         self.warn("throttled", f"not reading {self.peer} for {backoff:g} s: too many "
                   "malformed requests", now)  # fmt: skip
         return backoff
+
+    def refuse_in_flight(self, detail: str, count: int) -> None:
+        """``count`` requests answered SYSTEM_BUSY: too many of this connection's in flight."""
+        self._log.refuse(IN_FLIGHT, detail, count)
+
+    def slow_frame(self, detail: str) -> None:
+        """The connection is closed: a frame it began stayed incomplete too long."""
+        self._log.refuse(SLOW_FRAME, detail)
+        self._log.charge_host(self.host)
 
     def admit(self) -> float:
         """Seconds this new connection is to wait unread, for its host (0.0: none)."""

@@ -2,14 +2,22 @@
 :attr:`~RemotingServer.faults` account for the malformed traffic of all its connections.
 With TLS enabled (:mod:`~rocketkube.common.remoting.tls`) a
 :class:`~rocketkube.common.remoting.listener.TlsListener` accepts in place of asyncio's own
-server, and tells TLS from plain connections before they reach the protocol."""
+server, and tells TLS from plain connections before they reach the protocol.
+
+What one server takes of its peers is bounded by its :class:`ServerLimits` (documented in
+docs/reliability.md, *Limits*): a frame's length, the connections it holds, the requests
+in flight on each, and the time a connection may stay idle or leave a frame incomplete."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import typing
 from collections.abc import Callable
 
+from rocketkube.common.remoting import faults as faults_
+from rocketkube.common.remoting import frame
 from rocketkube.common.remoting.connection import Connection, RequestHandler
 from rocketkube.common.remoting.faults import FaultLog
 from rocketkube.common.remoting.listener import TlsListener
@@ -19,6 +27,21 @@ log = logging.getLogger(__name__)
 
 #: RocketMQ's serverChannelMaxIdleTimeSeconds.
 DEFAULT_IDLE_TIMEOUT = 120.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ServerLimits:
+    """What a server takes of its peers, at most (the servers' settings name each)."""
+
+    max_frame_length: int = frame.MAX_FRAME_LENGTH
+    """``com.rocketmq.remoting.frameMaxLength``: a frame announcing more is refused, its
+    connection closed, once its 4 length bytes are read (nothing of it is buffered)."""
+    max_connections: int = 10_000
+    """``serverMaxConnections``: connections past this many are closed at accept."""
+    max_requests_in_flight: int = 10_000
+    """``serverChannelMaxRequestsInFlight``: requests of one connection waiting for their
+    answers (a flush, a long poll, a reply from elsewhere), at most; more are answered
+    SYSTEM_BUSY at once."""
 
 
 class RemotingServer:
@@ -35,14 +58,17 @@ class RemotingServer:
         on_close: Callable[[Connection], None] | None = None,
         faults: FaultLog | None = None,
         tls: TlsServerConfig | None = None,
+        limits: ServerLimits | None = None,
     ) -> None:
         """``tls``: which connections to accept (plain only when None or disabled); its
-        files are read at :meth:`start`."""
+        files are read at :meth:`start`. ``idle_timeout``: seconds a connection may stay
+        silent, or leave a frame incomplete, before it is closed."""
         self._handler = handler
         self.faults = faults or FaultLog()
         self._host = host
         self._port = port
         self._idle_timeout = idle_timeout
+        self.limits = limits or ServerLimits()
         self._on_connect = on_connect
         self._on_close = on_close
         self._tls = tls
@@ -88,19 +114,39 @@ class RemotingServer:
 
 class _ServerConnection(Connection):
     def __init__(self, server: RemotingServer) -> None:
+        limits = server.limits
         super().__init__(
-            server._handler, idle_timeout=server._idle_timeout, fault_log=server.faults
+            server._handler,
+            idle_timeout=server._idle_timeout,
+            fault_log=server.faults,
+            max_frame_length=limits.max_frame_length,
+            max_requests_in_flight=limits.max_requests_in_flight,
+            backpressure=True,
         )
         self._owner = server
+        self._refused = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        owner = self._owner
+        if len(owner.connections) >= owner.limits.max_connections:
+            self._refused = True
+            peer = transport.get_extra_info("peername")
+            owner.faults.refuse(
+                faults_.CONNECTIONS,
+                f"closing a new connection from {peer}: the server holds "
+                f"{len(owner.connections)} connections, serverMaxConnections",
+            )
+            typing.cast(asyncio.Transport, transport).abort()
+            return
         super().connection_made(transport)
-        self._owner.connections.add(self)
-        if self._owner._on_connect is not None:
-            self._owner._on_connect(self)
+        owner.connections.add(self)
+        if owner._on_connect is not None:
+            owner._on_connect(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
+        if self._refused:
+            return
         self._owner.connections.discard(self)
         if self._owner._on_close is not None:
             self._owner._on_close(self)
