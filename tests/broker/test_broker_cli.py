@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from ports import free_port
 
 from rocketkube.broker import cli
 from rocketkube.broker.settings import BrokerRole, BrokerSettings
@@ -131,12 +131,6 @@ def test_a_pod_without_an_ordinal_exits_2(tmp_path: Path) -> None:
     assert proc.stderr.startswith(
         "rocketkube broker: --identity-from-pod: POD_NAME 'broker-a' does not end in a pod"
     )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def broker_config(addr: str, proc: asyncio.subprocess.Process) -> dict[str, str]:

@@ -6,12 +6,12 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from ports import free_port
 
 from rocketkube.common import cli, local
 from rocketkube.common.remoting.client import RemotingClient
@@ -19,12 +19,6 @@ from rocketkube.common.remoting.codes import RequestCode
 from rocketkube.common.remoting.command import RemotingCommand
 
 ROCKETKUBE = [sys.executable, "-m", "rocketkube.common"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

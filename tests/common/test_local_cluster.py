@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import socket
 import sys
 from pathlib import Path
 
+from ports import free_ports
 from waiting import WAIT_SECONDS, wait_for_value
 
 from rocketkube.client.admin import AdminClient
@@ -16,23 +16,6 @@ from rocketkube.common.errors import RocketKubeError
 
 LOOPBACK = "0100007F"  # 127.0.0.1 as /proc/net/tcp writes it
 LISTEN = "0A"
-
-
-def free_base(offsets: tuple[int, ...]) -> int:
-    """A port ``p`` with ``p + o`` free for every offset (the local cluster's port layout)."""
-    while True:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = int(probe.getsockname()[1])
-        if base + max(offsets) >= 65536:
-            continue
-        try:
-            for offset in offsets:
-                with socket.socket() as s:
-                    s.bind(("0.0.0.0", base + offset))
-        except OSError:
-            continue
-        return base
 
 
 def listening(port: int) -> list[str]:
@@ -48,8 +31,8 @@ def listening(port: int) -> list[str]:
 
 
 async def test_the_local_cluster_listens_on_this_machine_only(tmp_path: Path) -> None:
-    namesrv_port = free_base((0, 1))
-    broker_port = free_base((0, 1, 3))
+    namesrv_port = free_ports((0, 1))
+    broker_port = free_ports((0, 1, 3))
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "rocketkube.common", "local", "--data-dir", str(tmp_path),
         "--namesrv-port", str(namesrv_port), "--broker-port", str(broker_port),

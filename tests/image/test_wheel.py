@@ -24,6 +24,7 @@ from pathlib import Path
 
 import image_build
 import pytest
+from ports import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("image")]
 
@@ -142,13 +143,6 @@ def test_the_operator_prints_the_crds_from_the_install(installed: Path) -> None:
     printed = run(installed, "rocketkube", "operator", "--print-crds")
     documents = sorted(path.read_text(encoding="utf-8") for path in CHECKOUT.glob("crds/*.yaml"))
     assert sorted(printed.split("---\n")) == documents
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 SERVERS = {

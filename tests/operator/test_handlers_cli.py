@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ import pytest
 import yaml
 from kube_api import KubeApiServer, running_kube_api
 from operator_harness import Kubectl
+from ports import free_port
 from waiting import wait_for_value
 
 from rocketkube.operator import cli
@@ -42,12 +42,6 @@ def rocketkube(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*ROCKETKUBE, *args], capture_output=True, text=True, timeout=60, check=False
     )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def fetch(url: str) -> tuple[int, str] | None:

@@ -42,7 +42,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import sys
 import tempfile
 import threading
@@ -58,6 +57,7 @@ from kube_api import running_kube_api
 from kube_api_cluster import Cluster
 from kube_api_store import Change
 from operator_harness import Kubectl, apply_crds, conditions, statefulset_pods
+from ports import free_port
 
 from rocketkube.client.admin import AdminClient
 from rocketkube.common.errors import RocketKubeError
@@ -186,12 +186,6 @@ def usage(pid: int) -> Usage:
     stat = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     ticks = int(stat[11]) + int(stat[12])  # utime, stime (fields 14 and 15)
     return Usage(fields["VmRSS"], fields["VmHWM"], ticks / os.sysconf("SC_CLK_TCK"))
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class Children:

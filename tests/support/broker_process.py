@@ -9,12 +9,12 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from ports import free_port
 
 from rocketkube.common import errors
 from rocketkube.common.message.properties import encode_properties
@@ -25,12 +25,6 @@ from rocketkube.common.remoting.command import RemotingCommand
 __all__ = ["free_port", "pull", "send", "start_broker", "stop_broker"]
 
 START_SECONDS = 180  # a loaded CI host took 45 s to start and stop a Python process
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def start_broker(
