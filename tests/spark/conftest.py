@@ -44,6 +44,9 @@ def spark() -> Iterator[SparkSession]:
             .config("spark.sql.shuffle.partitions", "2")
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.driver.host", "127.0.0.1")
+            # a Python worker started on a loaded CI machine may take longer than the 15 s
+            # default to connect back ("Python worker failed to connect back")
+            .config("spark.python.authenticate.socketTimeout", "120s")
             .getOrCreate()
         )
         try:
