@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from slow_proxy import slow_proxy
 from waiting import WAIT_SECONDS
 
 from rocketkube.broker.app import BrokerApp
@@ -53,27 +54,8 @@ def silent_namesrv() -> Iterator[str]:
 async def slow_namesrv(namesrv: NamesrvApp) -> AsyncIterator[str]:
     """The name server behind a proxy that holds each request a while: a broker registering
     through it would answer before the route exists, were it not waiting for the round."""
-
-    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lag: float) -> None:
-        try:
-            while chunk := await reader.read(65536):
-                await asyncio.sleep(lag)
-                writer.write(chunk)
-                await writer.drain()
-        except ConnectionError:
-            pass
-        finally:
-            writer.close()
-
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        host, port = namesrv.address.rsplit(":", 1)
-        up_reader, up_writer = await asyncio.open_connection(host, int(port))
-        await asyncio.gather(pipe(reader, up_writer, SLOW_SECONDS), pipe(up_reader, writer, 0))
-
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    yield f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    server.close()
-    await server.wait_closed()
+    async with slow_proxy(namesrv.address, SLOW_SECONDS) as address:
+        yield address
 
 
 async def route_of(namesrv: str, topic: str) -> route.TopicRouteData | None:

@@ -286,6 +286,21 @@ def test_the_chart_ships_the_repositorys_dashboards_and_alert_rules() -> None:
     validate_monitoring(rule)
 
 
+def test_runbook_links_take_the_base_url_given() -> None:
+    base = "https://git.example.com/rocketkube/blob/v0.1.0/"
+    values = {"metrics": {"prometheusRule": {"enabled": True, "runbookBaseUrl": base}}}
+    (rule,) = find(render(values), "PrometheusRule")
+    urls = [r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert len(urls) == 8
+    assert all(url.startswith(base + "docs/runbooks.md#") for url in urls)
+    (plain,) = find(render(EVERYTHING_ON), "PrometheusRule")
+    assert all(
+        r["annotations"]["runbook_url"].startswith("docs/runbooks.md#")
+        for g in plain["spec"]["groups"]
+        for r in g["rules"]
+    )
+
+
 def test_a_broken_rules_file_fails_the_render(tmp_path: Path) -> None:
     copied = chart_copy(tmp_path, rules="groups: [unclosed\n")
     with pytest.raises(helm.HelmError, match=re.escape("alerts/rocketkube.rules.yaml")):
