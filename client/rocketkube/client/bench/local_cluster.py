@@ -4,7 +4,9 @@ Each server is ``python -m rocketkube.common namesrv|broker ...`` (so the client
 imports the broker), its output in a log file under the given directory, started on a free
 port and waited for until it serves (a broker: until the name server routes the
 auto-create template to it, so a producer started then finds a route), and terminated when
-the block ends. ``rocketkube bench`` starts its own cluster with these when no ``-n`` or
+the block ends. They listen on 127.0.0.1 only: nothing outside the machine reaches them,
+and on a busy machine a port :func:`free_port` found free on 127.0.0.1 may still be taken
+for 0.0.0.0 (a socket bound to the same port on another local address). ``rocketkube bench`` starts its own cluster with these when no ``-n`` or
 ``--broker`` is given; test tools use them too.
 """
 
@@ -98,7 +100,8 @@ async def local_namesrv_process(root: Path) -> AsyncIterator[tuple[str, int]]:
     """A name server child process; yields (address, pid)."""
     port = free_port()
     args = [
-        "namesrv", "--port", str(port), "--http-port", "0", "--log-level", "WARNING",
+        "namesrv", "--port", str(port), "--bind", "127.0.0.1", "--http-port", "0",
+        "--log-level", "WARNING",
         "--kv-config-path", str(root / "namesrv" / "kvConfig.json"),
     ]  # fmt: skip
     log = root / "namesrv.log"
@@ -124,6 +127,7 @@ async def local_broker(root: Path, namesrv: str, flush: str) -> AsyncIterator[tu
         "--broker-name", f"bench-{name}", "--store", str(root / f"store-{name}"),
         "--flush-disk-type", flush, "-n", namesrv, "--log-level", "WARNING",
         "--set", "haListenPort=0",  # no slaves; port+1 may be anyone's
+        "--set", "bindAddress=127.0.0.1",
     ]  # fmt: skip
     log = root / f"broker-{name}.log"
     address = f"127.0.0.1:{port}"
