@@ -11,6 +11,7 @@ Install with ``pip install 'rocketkube[spark]'``, then::
 Modules (pure ones first):
 
 - :mod:`.options`: the options, parsed and checked at planning.
+- :mod:`.security`: the ACL account and TLS every client of the source connects with.
 - :mod:`.schema`: the row schema and a message's row.
 - :mod:`.offsets`: queue offset ranges planned and split into partitions.
 - :mod:`.stream_offsets`: a stream's offsets as JSON, admission control, its batches' ranges.

@@ -38,6 +38,9 @@ Writing (:func:`parse_write_options`): ``namesrvAddr``, ``topic`` (when given it
 row's topic, as in Kafka's sink; else each row's ``topic`` column), ``producerGroup`` and
 ``writeBatchSize`` (messages per batch send, default 64).
 
+Reads and writes also take the ACL and TLS options of :mod:`.security` (``accessKey``,
+``secretKey``, ``tls``, ``tlsCaFile``...), for every client they make.
+
 A bad value raises :class:`OptionError`, naming the option and the forms it accepts.
 """
 
@@ -48,6 +51,9 @@ import json
 import re
 from collections.abc import Mapping
 from typing import Final
+
+from rocketkube.spark import security
+from rocketkube.spark.security import Security
 
 __all__ = [
     "EARLIEST",
@@ -107,6 +113,7 @@ _COMMON_READ_NAMES: Final = (
     "consumerGroup",
     "failOnDataLoss",
     "readFromSlave",
+    *security.NAMES,
 )
 _BATCH_ONLY: Final = ("endingOffsets", "endingTimestamp")
 _STREAMING_ONLY: Final = ("maxMessagesPerTrigger",)
@@ -117,6 +124,7 @@ _WRITE_NAMES: Final = (
     "producerGroup",
     "writeBatchSize",
     "checkpointLocation",
+    *security.NAMES,
 )
 
 
@@ -190,6 +198,7 @@ class ReadOptions:
     consumer_group: str | None = None
     max_messages_per_trigger: int | None = None
     fail_on_data_loss: bool = True
+    security: Security = security.PLAIN
 
     def reads(self, topic: str) -> bool:
         """Whether ``topic`` is one this read covers."""
@@ -207,6 +216,7 @@ class WriteOptions:
     topic: str | None = None
     producer_group: str = DEFAULT_PRODUCER_GROUP
     write_batch_size: int = DEFAULT_WRITE_BATCH_SIZE
+    security: Security = security.PLAIN
 
 
 def _known(
@@ -378,6 +388,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -
             "maxMessagesPerTrigger", known.get("maxMessagesPerTrigger")
         ),
         fail_on_data_loss=_boolean("failOnDataLoss", known.get("failOnDataLoss"), default=True),
+        security=security.parse(known, OptionError),
     )
     _check_topics_named("startingOffsets", known.get("startingOffsets", ""), starting, parsed)
     _check_topics_named("endingOffsets", known.get("endingOffsets", ""), ending, parsed)
@@ -408,6 +419,7 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
         write_batch_size=_positive_int(
             "writeBatchSize", known.get("writeBatchSize"), DEFAULT_WRITE_BATCH_SIZE
         ),
+        security=security.parse(known, OptionError),
     )
 
 

@@ -106,7 +106,7 @@ def read_messages(
     stored in ``window`` (``[low, high)`` epoch ms)."""
     queue = MessageQueue(piece.topic, piece.broker_name, piece.queue_id)
     low, high = window
-    with sync.AdminClient(options.namesrv_addr) as admin:
+    with sync.AdminClient(options.namesrv_addr, **options.security.client_kwargs()) as admin:
         route = admin.run(lambda a: a.topic_route(piece.topic))
         addr = read_address(route, piece.topic, piece.broker_name, options.read_from_slave)
         offset = piece.start
