@@ -8,8 +8,9 @@ Each range travels to an executor as a plain :class:`~rocketkube.spark.offsets.O
 
 ``read()`` runs on the executor and opens its own connection there: it finds the queue's
 broker in the topic's route (a slave first with ``readFromSlave``) and pulls the range with
-plain PULL_MESSAGE requests (no consumer group rebalance, nothing committed), the tag
-expression sent with each pull and checked again on the messages, as consumers do. A range
+plain PULL_MESSAGE requests, several in flight (:mod:`.pulling`; no consumer group
+rebalance, nothing committed), the tag expression sent with each pull and checked again on
+the messages, as consumers do. A range
 the broker no longer holds, or does not hold yet, fails the task with the reason (offsets
 retention removed are skipped with a warning instead under ``failOnDataLoss=false``).
 """
@@ -17,30 +18,23 @@ retention removed are skipped with a warning instead under ``failOnDataLoss=fals
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Final
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from rocketkube.client import sync
-from rocketkube.client.pull import PullResult, PullStatus
-from rocketkube.client.routing import MessageQueue
-from rocketkube.common.message.model import MessageExt
 from rocketkube.common.protocol import route as rt
-from rocketkube.spark import lookups, offsets, schema
+from rocketkube.spark import lookups, offsets, pulling, schema
 from rocketkube.spark import options as opts
 
-__all__ = ["BATCH_ROWS", "BatchReader", "ReadError", "read_batches", "read_messages"]
+__all__ = ["BATCH_ROWS", "BatchReader", "read_address", "read_batches"]
 
 #: Rows per Arrow batch handed to Spark.
 BATCH_ROWS: Final = 4096
 
 log = logging.getLogger(__name__)
-
-
-class ReadError(RuntimeError):
-    """A planned range cannot be read from its broker."""
 
 
 class BatchReader(DataSourceReader):
@@ -82,70 +76,28 @@ def read_address(route: rt.TopicRouteData, topic: str, broker_name: str, from_sl
         if from_slave and slaves:
             return data.broker_addrs[slaves[0]]
         return data.master_addr or data.broker_addrs[min(data.broker_addrs)]
-    raise ReadError(f"broker {broker_name} is not in the route of {topic}")
+    raise pulling.ReadError(f"broker {broker_name} is not in the route of {topic}")
 
 
 def read_batches(
     options: opts.ReadOptions, piece: offsets.OffsetRange, window: tuple[int, int]
-) -> Iterator[pa.RecordBatch]:
-    """The rows of :func:`read_messages` as Arrow batches of up to :data:`BATCH_ROWS`."""
-    pending: list[MessageExt] = []
-    for message in read_messages(options, piece, window):
-        pending.append(message)
-        if len(pending) >= BATCH_ROWS:
-            yield schema.record_batch(pending, piece.broker_name)
-            pending = []
-    if pending:
-        yield schema.record_batch(pending, piece.broker_name)
-
-
-def read_messages(
-    options: opts.ReadOptions, piece: offsets.OffsetRange, window: tuple[int, int]
-) -> Iterator[MessageExt]:
-    """Pull ``piece`` from its broker and yield its messages, in offset order, keeping those
-    stored in ``window`` (``[low, high)`` epoch ms)."""
-    queue = MessageQueue(piece.topic, piece.broker_name, piece.queue_id)
-    low, high = window
+) -> Generator[pa.RecordBatch, None, None]:
+    """Pull ``piece`` from its broker and yield its messages stored in ``window`` (``[low,
+    high)`` epoch ms), in offset order, as Arrow batches of about :data:`BATCH_ROWS`: the
+    loop pulls the next batch's messages while this thread builds one and Spark takes it."""
     with sync.AdminClient(options.namesrv_addr, **options.security.client_kwargs()) as admin:
         route = admin.run(lambda a: a.topic_route(piece.topic))
         addr = read_address(route, piece.topic, piece.broker_name, options.read_from_slave)
-        offset = piece.start
-        while offset < piece.end:
-            count = min(options.pull_batch_size, piece.end - offset)
-            result = _pull(admin, queue, offset, count, options.tag_expression, addr)
-            for message in result.messages:
-                in_range = offset <= message.queue_offset < piece.end
-                if in_range and low <= message.store_timestamp < high:
-                    yield message
-            offset = _next_offset(result, offset, piece, addr, options.fail_on_data_loss)
+        puller = pulling.RangePuller(options, piece, window, addr)
+        ahead = admin.submit(lambda a: puller.chunk(a, BATCH_ROWS))
+        try:
+            while messages := ahead.result():
+                ahead = admin.submit(lambda a: puller.chunk(a, BATCH_ROWS))
+                yield schema.record_batch(messages, piece.broker_name)
+        finally:
+            ahead.cancel()
+            admin.run(lambda a: _cancelled(puller))
 
 
-def _pull(
-    admin: sync.AdminClient, queue: MessageQueue, offset: int, count: int, tags: str, addr: str
-) -> PullResult:
-    return admin.run(lambda a: a.pull(queue, offset, count, expression=tags, broker_addr=addr))
-
-
-def _next_offset(
-    result: PullResult, offset: int, piece: offsets.OffsetRange, addr: str, fail_on_loss: bool
-) -> int:
-    where = f"{piece.topic} {piece.broker_name} queue {piece.queue_id} at {addr}"
-    if result.status is PullStatus.OFFSET_ILLEGAL:
-        removed = result.min_offset > offset
-        if removed and not fail_on_loss:
-            key = opts.QueueKey(piece.topic, piece.broker_name, piece.queue_id)
-            log.warning("%s", offsets.lost_message(key, offset, result.min_offset))
-            return result.min_offset
-        raise ReadError(
-            f"{where}: offset {offset} is not stored (the queue holds "
-            f"[{result.min_offset}, {result.max_offset})): "
-            + ("removed by retention (failOnDataLoss=false skips it)" if removed else "not yet")
-        )
-    if result.status is PullStatus.NO_NEW_MSG:
-        raise ReadError(
-            f"{where}: no message at offset {offset} (the queue ends at {result.max_offset}), "
-            f"but the read was planned up to {piece.end}: a slave behind its master?"
-        )
-    if result.next_begin_offset <= offset:
-        raise ReadError(f"{where}: a pull from offset {offset} did not move forward")
-    return result.next_begin_offset
+async def _cancelled(puller: pulling.RangePuller) -> None:
+    puller.cancel()
