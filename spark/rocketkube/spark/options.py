@@ -28,6 +28,10 @@ Reading (:func:`parse_read_options`; ``streaming`` for ``readStream``):
 ``failOnDataLoss``           ``true`` (default): a start offset retention removed fails the
                              query; ``false``: the read skips to the first stored offset
 ``readFromSlave``            ``true`` reads from a slave of the queue's broker when it has one
+``filterPushdown``           batch only: ``true`` applies the query's filters on topic, queue,
+                             tags and store time while planning and pulling (see
+                             :mod:`.pushdown`; Spark needs
+                             ``spark.sql.python.filterPushdown.enabled=true`` too)
 ===========================  =================================================================
 
 Offsets JSON, as Kafka's: ``{"T": {"broker-a": {"0": 42, "1": -2}}}``, where ``-2`` means the
@@ -115,7 +119,7 @@ _COMMON_READ_NAMES: Final = (
     "readFromSlave",
     *security.NAMES,
 )
-_BATCH_ONLY: Final = ("endingOffsets", "endingTimestamp")
+_BATCH_ONLY: Final = ("endingOffsets", "endingTimestamp", "filterPushdown")
 _STREAMING_ONLY: Final = ("maxMessagesPerTrigger",)
 #: ``checkpointLocation`` is Spark's own, handed to a streaming sink with its options.
 _WRITE_NAMES: Final = (
@@ -198,6 +202,7 @@ class ReadOptions:
     consumer_group: str | None = None
     max_messages_per_trigger: int | None = None
     fail_on_data_loss: bool = True
+    filter_pushdown: bool = False
     security: Security = security.PLAIN
 
     def reads(self, topic: str) -> bool:
@@ -388,6 +393,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -
             "maxMessagesPerTrigger", known.get("maxMessagesPerTrigger")
         ),
         fail_on_data_loss=_boolean("failOnDataLoss", known.get("failOnDataLoss"), default=True),
+        filter_pushdown=_boolean("filterPushdown", known.get("filterPushdown")),
         security=security.parse(known, OptionError),
     )
     _check_topics_named("startingOffsets", known.get("startingOffsets", ""), starting, parsed)

@@ -13,23 +13,28 @@ rebalance, nothing committed), the tag expression sent with each pull and checke
 the messages, as consumers do. A range
 the broker no longer holds, or does not hold yet, fails the task with the reason (offsets
 retention removed are skipped with a warning instead under ``failOnDataLoss=false``).
+
+With ``filterPushdown=true`` the reader is a :class:`FilteringReader`, which takes the
+query's filters on topic, queue, tags and store time (:mod:`.pushdown`): queues they rule
+out are not planned, ranges are narrowed to the time, and the tags are pulled by.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from typing import Final
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 
 from rocketkube.client import sync
 from rocketkube.common.protocol import route as rt
-from rocketkube.spark import lookups, offsets, pulling, schema
+from rocketkube.spark import lookups, offsets, pulling, pushdown, schema
 from rocketkube.spark import options as opts
 
-__all__ = ["BATCH_ROWS", "BatchReader", "read_address", "read_batches"]
+__all__ = ["BATCH_ROWS", "BatchReader", "FilteringReader", "read_address", "read_batches"]
 
 #: Rows per Arrow batch handed to Spark.
 BATCH_ROWS: Final = 4096
@@ -38,32 +43,52 @@ log = logging.getLogger(__name__)
 
 
 class BatchReader(DataSourceReader):
-    """Reads the queue ranges that :class:`~rocketkube.spark.options.ReadOptions` cover."""
+    """Reads the queue ranges that :class:`~rocketkube.spark.options.ReadOptions` cover,
+    and of them what ``pushed`` filters keep."""
 
-    def __init__(self, options: opts.ReadOptions) -> None:
+    def __init__(
+        self, options: opts.ReadOptions, pushed: pushdown.Pushed = pushdown.EVERYTHING
+    ) -> None:
         self.options = options
+        self.pushed = pushed
 
     def partitions(self) -> list[InputPartition]:
         """One partition per queue range, split so each holds at most
         ``maxMessagesPerPartition`` offsets."""
-        o = self.options
+        o, pushed = self.options, self.pushed
+        if pushdown.tag_expression(o.tag_expression, pushed) is None:
+            return []
         with lookups.Planner(o) as planner:
             ranges = offsets.plan(
-                planner.bounds(),
+                [bounds for bounds in planner.bounds() if pushed.keeps(bounds.queue)],
                 o.starting,
                 o.ending,
                 o.max_messages_per_partition,
                 planner.search,
                 committed=planner.committed,
                 on_loss=None if o.fail_on_data_loss else log.warning,
+                window=pushed.window((0, offsets.NO_END_MS)),
             )
         return [InputPartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of the partition's range (Spark sends ``None`` when there is none)."""
-        if partition.value is not None:
-            window = offsets.time_window(self.options.starting, self.options.ending)
-            yield from read_batches(self.options, partition.value, window)
+        o, pushed = self.options, self.pushed
+        tags = pushdown.tag_expression(o.tag_expression, pushed)
+        if partition.value is not None and tags is not None:
+            window = pushed.window(offsets.time_window(o.starting, o.ending))
+            o = dataclasses.replace(o, tag_expression=tags)
+            yield from read_batches(o, partition.value, window)
+
+
+class FilteringReader(BatchReader):
+    """A :class:`BatchReader` that takes the query's filters it can apply
+    (:mod:`.pushdown`); made for the ``filterPushdown`` option."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        """Keep the filters :func:`.pushdown.push` applies; hand back the others."""
+        self.pushed, left = pushdown.push(filters, self.pushed)
+        return left
 
 
 def read_address(route: rt.TopicRouteData, topic: str, broker_name: str, from_slave: bool) -> str:
