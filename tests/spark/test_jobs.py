@@ -183,6 +183,16 @@ def test_job_arguments_become_data_source_options() -> None:
         "endingTimestamp": "1767225660000",
         "tagExpression": "A || B",
     }
+    secured = parser.parse_args(["stats", "--topic", "T", "--access-key", "app", "--tls-ca", "c"])
+    assert cli.source_options(secured, {"ROCKETKUBE_SECRET_KEY": "s3cr3t"}) == {
+        "namesrvAddr": args.namesrv_addr,
+        "topic": "T",
+        "accessKey": "app",
+        "secretKey": "s3cr3t",
+        "tls": "true",
+        "tlsCaFile": "c",
+        "tlsCheckHostname": "true",
+    }
     with pytest.raises(argparse.ArgumentTypeError, match="not ISO 8601"):
         cli.parse_time("yesterday")
     assert cli.parse_time("2026-01-01T01:00:00+01:00") == datetime.datetime(

@@ -3,8 +3,12 @@ clear error naming the option for each bad one."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
+from rocketkube.common.acl import Credentials
+from rocketkube.common.remoting.tls import TlsConfig
 from rocketkube.spark import options as opts
 
 
@@ -200,3 +204,39 @@ def test_a_bad_read_option_is_named_with_what_it_accepts(
 def test_a_bad_write_option_is_named(options: dict[str, str], option: str) -> None:
     with pytest.raises(opts.OptionError, match=f"rocketmq option {option}: "):
         opts.parse_write_options(options)
+
+
+def test_an_account_and_tls_reach_every_client_and_the_secret_is_never_shown() -> None:
+    given = {"topic": "T", "accessKey": "app", "secretKey": "s3cr3t", "tlsCaFile": "/ca.pem"}
+    parsed = opts.parse_read_options(given)
+    assert parsed.security.client_kwargs() == {
+        "credentials": Credentials("app", "s3cr3t"),
+        "tls": TlsConfig(ca_file="/ca.pem"),
+    }
+    assert "s3cr3t" not in repr(parsed)
+    assert "s3cr3t" not in repr(pickle.loads(pickle.dumps(parsed)))
+    written = opts.parse_write_options({**given, "tls": "true", "tlsCheckHostname": "false"})
+    assert written.security.tls == TlsConfig(ca_file="/ca.pem", check_hostname=False)
+    assert "s3cr3t" not in repr(written)
+    assert opts.parse_read_options({"topic": "T", "tls": "true"}).security.tls == TlsConfig()
+    plain = opts.parse_read_options({"topic": "T", "tls": "false"}).security
+    assert plain.client_kwargs() == {"credentials": None, "tls": None}
+
+
+@pytest.mark.parametrize(
+    ("options", "option", "accepted"),
+    [
+        ({"accessKey": "app"}, "secretKey", "beside accessKey"),
+        ({"secretKey": "s3cr3t"}, "accessKey", "beside secretKey"),
+        ({"tls": "false", "tlsCaFile": "/ca.pem"}, "tls", "true"),
+        ({"tls": "yes"}, "tls", "true or false"),
+        ({"tlsKeyFile": "/key.pem"}, "tlsKeyFile", "beside tlsCertFile"),
+    ],
+)
+def test_a_bad_account_or_tls_option_is_named_without_the_secret(
+    options: dict[str, str], option: str, accepted: str
+) -> None:
+    with pytest.raises(opts.OptionError, match=accepted) as raised:
+        opts.parse_read_options({"topic": "T", **options})
+    assert raised.value.option == option
+    assert "s3cr3t" not in str(raised.value)

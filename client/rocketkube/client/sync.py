@@ -15,7 +15,8 @@ and each is safe to use from any thread::
 code can keep many sends in flight. :class:`PushConsumer` calls plain blocking listeners on a
 pool of threads, as Java's push consumer does, so they may write to a database or call a
 service without stalling the pulls. Every facade has :meth:`SyncClient.run` for the rest of
-the asyncio client's API: ``admin.run(lambda a: a.topic_route("MyTopic"))``.
+the asyncio client's API: ``admin.run(lambda a: a.topic_route("MyTopic"))``, and
+:meth:`SyncClient.submit` to start such a call without waiting for it.
 """
 
 from __future__ import annotations
@@ -107,6 +108,16 @@ class SyncClient(Generic[C]):
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise TimeoutError(f"no result in {timeout} s") from None
+
+    def submit(self, call: Callable[[C], Awaitable[T]]) -> concurrent.futures.Future[T]:
+        """Start ``call(client)`` on the loop and return at once: the future gives its
+        result or its exception, and cancelling it cancels the call. Lets a caller work
+        while the loop fetches what it needs next."""
+
+        async def invoke() -> T:
+            return await call(self._client)
+
+        return self._submit(invoke())
 
     def _on_loop(self, call: Callable[[C], T]) -> T:
         """Run a plain (not async) method of the client on its loop thread."""

@@ -11,10 +11,13 @@ Install with ``pip install 'rocketkube[spark]'``, then::
 Modules (pure ones first):
 
 - :mod:`.options`: the options, parsed and checked at planning.
+- :mod:`.security`: the ACL account and TLS every client of the source connects with.
 - :mod:`.schema`: the row schema and a message's row.
 - :mod:`.offsets`: queue offset ranges planned and split into partitions.
 - :mod:`.stream_offsets`: a stream's offsets as JSON, admission control, its batches' ranges.
 - :mod:`.lookups`: what planning asks the cluster (topics, queue bounds, group offsets).
+- :mod:`.pushdown`: the query's filters a batch read applies itself.
+- :mod:`.pulling`: one offset range pulled from its broker, pulls kept in flight ahead.
 - :mod:`.reader`: the batch reader (plans through the admin API, pulls in executors).
 - :mod:`.stream_reader`: the streaming reader (micro-batches, AvailableNow, group commits).
 - :mod:`.writer`: the batch writer (the SDK's producer, batched).

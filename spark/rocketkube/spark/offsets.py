@@ -44,6 +44,7 @@ __all__ = [
     "start_offset",
     "time_window",
     "where",
+    "within",
 ]
 
 
@@ -105,8 +106,7 @@ def _offset(
             found = committed(bounds.queue)
             return bounds.min_offset if found is None else found
         case opts.AtTimestamp(ms):
-            found = search(bounds.queue, ms) + (1 if end else 0)
-            return min(max(found, bounds.min_offset), bounds.max_offset)
+            return _by_time(bounds, search, ms, end=end)
         case opts.PerQueue(offsets, default):
             named = offsets.get(bounds.queue)
             if named is None:
@@ -187,6 +187,30 @@ def time_window(starting: opts.OffsetSpec, ending: opts.OffsetSpec) -> tuple[int
     return low, high
 
 
+def within(
+    whole: OffsetRange, bounds: QueueBounds, window: tuple[int, int], search: Search
+) -> OffsetRange:
+    """``whole`` narrowed to the offsets stored in ``window`` (``[low, high)`` epoch ms,
+    a bound of 0 or :data:`NO_END_MS` is none), by time as a range by time is (see the
+    module docstring): the reader drops the rows outside it. Empty when they miss."""
+    low, high = window
+    start, end = whole.start, whole.end
+    if start < end and low > 0:
+        start = max(start, _by_time(bounds, search, low, end=False))
+    if start < end and high < NO_END_MS:
+        end = min(end, _by_time(bounds, search, high, end=True))
+    return dataclasses.replace(whole, start=start, end=end) if start < end else _empty(whole)
+
+
+def _by_time(bounds: QueueBounds, search: Search, ms: int, *, end: bool) -> int:
+    found = search(bounds.queue, ms) + (1 if end else 0)
+    return min(max(found, bounds.min_offset), bounds.max_offset)
+
+
+def _empty(whole: OffsetRange) -> OffsetRange:
+    return dataclasses.replace(whole, end=whole.start)
+
+
 def split_range(whole: OffsetRange, limit: int) -> list[OffsetRange]:
     """``whole`` in consecutive pieces of at most ``limit`` offsets; none when empty."""
     if limit < 1:
@@ -206,9 +230,11 @@ def plan(
     *,
     committed: CommittedLookup = _no_committed,
     on_loss: OnLoss | None = None,
+    window: tuple[int, int] = (0, NO_END_MS),
 ) -> list[OffsetRange]:
-    """The partitions of a batch read: every queue's range split by ``limit``, ordered by
-    topic, broker, queue and offset."""
+    """The partitions of a batch read: every queue's range narrowed to the store times of
+    ``window`` (:func:`within`) and split by ``limit``, ordered by topic, broker, queue and
+    offset."""
     ordered = sorted(queues, key=lambda b: (b.queue.topic, b.queue.broker_name, b.queue.queue_id))
     known = {bounds.queue for bounds in ordered}
     for name, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
@@ -220,7 +246,14 @@ def plan(
         piece
         for bounds in ordered
         for piece in split_range(
-            resolve_range(bounds, starting, ending, search, committed=committed, on_loss=on_loss),
+            within(
+                resolve_range(
+                    bounds, starting, ending, search, committed=committed, on_loss=on_loss
+                ),
+                bounds,
+                window,
+                search,
+            ),
             limit,
         )
     ]

@@ -28,6 +28,10 @@ Reading (:func:`parse_read_options`; ``streaming`` for ``readStream``):
 ``failOnDataLoss``           ``true`` (default): a start offset retention removed fails the
                              query; ``false``: the read skips to the first stored offset
 ``readFromSlave``            ``true`` reads from a slave of the queue's broker when it has one
+``filterPushdown``           batch only: ``true`` applies the query's filters on topic, queue,
+                             tags and store time while planning and pulling (see
+                             :mod:`.pushdown`; Spark needs
+                             ``spark.sql.python.filterPushdown.enabled=true`` too)
 ===========================  =================================================================
 
 Offsets JSON, as Kafka's: ``{"T": {"broker-a": {"0": 42, "1": -2}}}``, where ``-2`` means the
@@ -37,6 +41,9 @@ queue's earliest offset and ``-1`` its latest; a queue left out takes the defaul
 Writing (:func:`parse_write_options`): ``namesrvAddr``, ``topic`` (when given it is every
 row's topic, as in Kafka's sink; else each row's ``topic`` column), ``producerGroup`` and
 ``writeBatchSize`` (messages per batch send, default 64).
+
+Reads and writes also take the ACL and TLS options of :mod:`.security` (``accessKey``,
+``secretKey``, ``tls``, ``tlsCaFile``...), for every client they make.
 
 A bad value raises :class:`OptionError`, naming the option and the forms it accepts.
 """
@@ -48,6 +55,9 @@ import json
 import re
 from collections.abc import Mapping
 from typing import Final
+
+from rocketkube.spark import security
+from rocketkube.spark.security import Security
 
 __all__ = [
     "EARLIEST",
@@ -107,8 +117,9 @@ _COMMON_READ_NAMES: Final = (
     "consumerGroup",
     "failOnDataLoss",
     "readFromSlave",
+    *security.NAMES,
 )
-_BATCH_ONLY: Final = ("endingOffsets", "endingTimestamp")
+_BATCH_ONLY: Final = ("endingOffsets", "endingTimestamp", "filterPushdown")
 _STREAMING_ONLY: Final = ("maxMessagesPerTrigger",)
 #: ``checkpointLocation`` is Spark's own, handed to a streaming sink with its options.
 _WRITE_NAMES: Final = (
@@ -117,6 +128,7 @@ _WRITE_NAMES: Final = (
     "producerGroup",
     "writeBatchSize",
     "checkpointLocation",
+    *security.NAMES,
 )
 
 
@@ -190,6 +202,8 @@ class ReadOptions:
     consumer_group: str | None = None
     max_messages_per_trigger: int | None = None
     fail_on_data_loss: bool = True
+    filter_pushdown: bool = False
+    security: Security = security.PLAIN
 
     def reads(self, topic: str) -> bool:
         """Whether ``topic`` is one this read covers."""
@@ -207,6 +221,7 @@ class WriteOptions:
     topic: str | None = None
     producer_group: str = DEFAULT_PRODUCER_GROUP
     write_batch_size: int = DEFAULT_WRITE_BATCH_SIZE
+    security: Security = security.PLAIN
 
 
 def _known(
@@ -378,6 +393,8 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -
             "maxMessagesPerTrigger", known.get("maxMessagesPerTrigger")
         ),
         fail_on_data_loss=_boolean("failOnDataLoss", known.get("failOnDataLoss"), default=True),
+        filter_pushdown=_boolean("filterPushdown", known.get("filterPushdown")),
+        security=security.parse(known, OptionError),
     )
     _check_topics_named("startingOffsets", known.get("startingOffsets", ""), starting, parsed)
     _check_topics_named("endingOffsets", known.get("endingOffsets", ""), ending, parsed)
@@ -408,6 +425,7 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
         write_batch_size=_positive_int(
             "writeBatchSize", known.get("writeBatchSize"), DEFAULT_WRITE_BATCH_SIZE
         ),
+        security=security.parse(known, OptionError),
     )
 
 

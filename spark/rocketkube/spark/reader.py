@@ -8,30 +8,33 @@ Each range travels to an executor as a plain :class:`~rocketkube.spark.offsets.O
 
 ``read()`` runs on the executor and opens its own connection there: it finds the queue's
 broker in the topic's route (a slave first with ``readFromSlave``) and pulls the range with
-plain PULL_MESSAGE requests (no consumer group rebalance, nothing committed), the tag
-expression sent with each pull and checked again on the messages, as consumers do. A range
+plain PULL_MESSAGE requests, several in flight (:mod:`.pulling`; no consumer group
+rebalance, nothing committed), the tag expression sent with each pull and checked again on
+the messages, as consumers do. A range
 the broker no longer holds, or does not hold yet, fails the task with the reason (offsets
 retention removed are skipped with a warning instead under ``failOnDataLoss=false``).
+
+With ``filterPushdown=true`` the reader is a :class:`FilteringReader`, which takes the
+query's filters on topic, queue, tags and store time (:mod:`.pushdown`): queues they rule
+out are not planned, ranges are narrowed to the time, and the tags are pulled by.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Iterator
+from collections.abc import Generator, Iterable, Iterator
 from typing import Final
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 
 from rocketkube.client import sync
-from rocketkube.client.pull import PullResult, PullStatus
-from rocketkube.client.routing import MessageQueue
-from rocketkube.common.message.model import MessageExt
 from rocketkube.common.protocol import route as rt
-from rocketkube.spark import lookups, offsets, schema
+from rocketkube.spark import lookups, offsets, pulling, pushdown, schema
 from rocketkube.spark import options as opts
 
-__all__ = ["BATCH_ROWS", "BatchReader", "ReadError", "read_batches", "read_messages"]
+__all__ = ["BATCH_ROWS", "BatchReader", "FilteringReader", "read_address", "read_batches"]
 
 #: Rows per Arrow batch handed to Spark.
 BATCH_ROWS: Final = 4096
@@ -39,37 +42,53 @@ BATCH_ROWS: Final = 4096
 log = logging.getLogger(__name__)
 
 
-class ReadError(RuntimeError):
-    """A planned range cannot be read from its broker."""
-
-
 class BatchReader(DataSourceReader):
-    """Reads the queue ranges that :class:`~rocketkube.spark.options.ReadOptions` cover."""
+    """Reads the queue ranges that :class:`~rocketkube.spark.options.ReadOptions` cover,
+    and of them what ``pushed`` filters keep."""
 
-    def __init__(self, options: opts.ReadOptions) -> None:
+    def __init__(
+        self, options: opts.ReadOptions, pushed: pushdown.Pushed = pushdown.EVERYTHING
+    ) -> None:
         self.options = options
+        self.pushed = pushed
 
     def partitions(self) -> list[InputPartition]:
         """One partition per queue range, split so each holds at most
         ``maxMessagesPerPartition`` offsets."""
-        o = self.options
+        o, pushed = self.options, self.pushed
+        if pushdown.tag_expression(o.tag_expression, pushed) is None:
+            return []
         with lookups.Planner(o) as planner:
             ranges = offsets.plan(
-                planner.bounds(),
+                [bounds for bounds in planner.bounds() if pushed.keeps(bounds.queue)],
                 o.starting,
                 o.ending,
                 o.max_messages_per_partition,
                 planner.search,
                 committed=planner.committed,
                 on_loss=None if o.fail_on_data_loss else log.warning,
+                window=pushed.window((0, offsets.NO_END_MS)),
             )
         return [InputPartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of the partition's range (Spark sends ``None`` when there is none)."""
-        if partition.value is not None:
-            window = offsets.time_window(self.options.starting, self.options.ending)
-            yield from read_batches(self.options, partition.value, window)
+        o, pushed = self.options, self.pushed
+        tags = pushdown.tag_expression(o.tag_expression, pushed)
+        if partition.value is not None and tags is not None:
+            window = pushed.window(offsets.time_window(o.starting, o.ending))
+            o = dataclasses.replace(o, tag_expression=tags)
+            yield from read_batches(o, partition.value, window)
+
+
+class FilteringReader(BatchReader):
+    """A :class:`BatchReader` that takes the query's filters it can apply
+    (:mod:`.pushdown`); made for the ``filterPushdown`` option."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        """Keep the filters :func:`.pushdown.push` applies; hand back the others."""
+        self.pushed, left = pushdown.push(filters, self.pushed)
+        return left
 
 
 def read_address(route: rt.TopicRouteData, topic: str, broker_name: str, from_slave: bool) -> str:
@@ -82,70 +101,28 @@ def read_address(route: rt.TopicRouteData, topic: str, broker_name: str, from_sl
         if from_slave and slaves:
             return data.broker_addrs[slaves[0]]
         return data.master_addr or data.broker_addrs[min(data.broker_addrs)]
-    raise ReadError(f"broker {broker_name} is not in the route of {topic}")
+    raise pulling.ReadError(f"broker {broker_name} is not in the route of {topic}")
 
 
 def read_batches(
     options: opts.ReadOptions, piece: offsets.OffsetRange, window: tuple[int, int]
-) -> Iterator[pa.RecordBatch]:
-    """The rows of :func:`read_messages` as Arrow batches of up to :data:`BATCH_ROWS`."""
-    pending: list[MessageExt] = []
-    for message in read_messages(options, piece, window):
-        pending.append(message)
-        if len(pending) >= BATCH_ROWS:
-            yield schema.record_batch(pending, piece.broker_name)
-            pending = []
-    if pending:
-        yield schema.record_batch(pending, piece.broker_name)
-
-
-def read_messages(
-    options: opts.ReadOptions, piece: offsets.OffsetRange, window: tuple[int, int]
-) -> Iterator[MessageExt]:
-    """Pull ``piece`` from its broker and yield its messages, in offset order, keeping those
-    stored in ``window`` (``[low, high)`` epoch ms)."""
-    queue = MessageQueue(piece.topic, piece.broker_name, piece.queue_id)
-    low, high = window
-    with sync.AdminClient(options.namesrv_addr) as admin:
+) -> Generator[pa.RecordBatch, None, None]:
+    """Pull ``piece`` from its broker and yield its messages stored in ``window`` (``[low,
+    high)`` epoch ms), in offset order, as Arrow batches of about :data:`BATCH_ROWS`: the
+    loop pulls the next batch's messages while this thread builds one and Spark takes it."""
+    with sync.AdminClient(options.namesrv_addr, **options.security.client_kwargs()) as admin:
         route = admin.run(lambda a: a.topic_route(piece.topic))
         addr = read_address(route, piece.topic, piece.broker_name, options.read_from_slave)
-        offset = piece.start
-        while offset < piece.end:
-            count = min(options.pull_batch_size, piece.end - offset)
-            result = _pull(admin, queue, offset, count, options.tag_expression, addr)
-            for message in result.messages:
-                in_range = offset <= message.queue_offset < piece.end
-                if in_range and low <= message.store_timestamp < high:
-                    yield message
-            offset = _next_offset(result, offset, piece, addr, options.fail_on_data_loss)
+        puller = pulling.RangePuller(options, piece, window, addr)
+        ahead = admin.submit(lambda a: puller.chunk(a, BATCH_ROWS))
+        try:
+            while messages := ahead.result():
+                ahead = admin.submit(lambda a: puller.chunk(a, BATCH_ROWS))
+                yield schema.record_batch(messages, piece.broker_name)
+        finally:
+            ahead.cancel()
+            admin.run(lambda a: _cancelled(puller))
 
 
-def _pull(
-    admin: sync.AdminClient, queue: MessageQueue, offset: int, count: int, tags: str, addr: str
-) -> PullResult:
-    return admin.run(lambda a: a.pull(queue, offset, count, expression=tags, broker_addr=addr))
-
-
-def _next_offset(
-    result: PullResult, offset: int, piece: offsets.OffsetRange, addr: str, fail_on_loss: bool
-) -> int:
-    where = f"{piece.topic} {piece.broker_name} queue {piece.queue_id} at {addr}"
-    if result.status is PullStatus.OFFSET_ILLEGAL:
-        removed = result.min_offset > offset
-        if removed and not fail_on_loss:
-            key = opts.QueueKey(piece.topic, piece.broker_name, piece.queue_id)
-            log.warning("%s", offsets.lost_message(key, offset, result.min_offset))
-            return result.min_offset
-        raise ReadError(
-            f"{where}: offset {offset} is not stored (the queue holds "
-            f"[{result.min_offset}, {result.max_offset})): "
-            + ("removed by retention (failOnDataLoss=false skips it)" if removed else "not yet")
-        )
-    if result.status is PullStatus.NO_NEW_MSG:
-        raise ReadError(
-            f"{where}: no message at offset {offset} (the queue ends at {result.max_offset}), "
-            f"but the read was planned up to {piece.end}: a slave behind its master?"
-        )
-    if result.next_begin_offset <= offset:
-        raise ReadError(f"{where}: a pull from offset {offset} did not move forward")
-    return result.next_begin_offset
+async def _cancelled(puller: pulling.RangePuller) -> None:
+    puller.cancel()

@@ -30,7 +30,10 @@ class RocketMQDataSource(DataSource):
         return schema.SCHEMA
 
     def reader(self, schema: StructType) -> reader.BatchReader:
-        return reader.BatchReader(options.parse_read_options(self.options))
+        parsed = options.parse_read_options(self.options)
+        if parsed.filter_pushdown:
+            return reader.FilteringReader(parsed)
+        return reader.BatchReader(parsed)
 
     def streamReader(self, schema: StructType) -> stream_reader.StreamReader:
         return stream_reader.StreamReader(options.parse_read_options(self.options, streaming=True))

@@ -4,8 +4,11 @@ Each server is ``python -m rocketkube.common namesrv|broker ...`` (so the client
 imports the broker), its output in a log file under the given directory, started on a free
 port and waited for until it serves (a broker: until the name server routes the
 auto-create template to it, so a producer started then finds a route), and terminated when
-the block ends. ``rocketkube bench`` starts its own cluster with these when no ``-n`` or
-``--broker`` is given; test tools use them too.
+the block ends. They listen on 127.0.0.1 only: nothing outside the machine reaches them,
+and on a busy machine a port :func:`free_port` found free on 127.0.0.1 may still be taken
+for 0.0.0.0 (a socket bound to the same port on another local address).
+``rocketkube bench`` starts its own cluster with these when no ``-n`` or ``--broker`` is
+given; test tools use them too.
 """
 
 from __future__ import annotations
@@ -15,11 +18,11 @@ import contextlib
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rocketkube.common import errors, runtime
+from rocketkube.common import acl, errors, runtime
 from rocketkube.common.protocol import route
 from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
@@ -87,19 +90,22 @@ async def _wait_until(
 
 
 @contextlib.asynccontextmanager
-async def local_namesrv(root: Path) -> AsyncIterator[str]:
-    """A name server child process; yields its address."""
-    async with local_namesrv_process(root) as (address, _):
+async def local_namesrv(root: Path, extra: Sequence[str] = ()) -> AsyncIterator[str]:
+    """A name server child process (``extra``: more arguments); yields its address."""
+    async with local_namesrv_process(root, extra) as (address, _):
         yield address
 
 
 @contextlib.asynccontextmanager
-async def local_namesrv_process(root: Path) -> AsyncIterator[tuple[str, int]]:
-    """A name server child process; yields (address, pid)."""
+async def local_namesrv_process(
+    root: Path, extra: Sequence[str] = ()
+) -> AsyncIterator[tuple[str, int]]:
+    """A name server child process (``extra``: more arguments); yields (address, pid)."""
     port = free_port()
     args = [
-        "namesrv", "--port", str(port), "--http-port", "0", "--log-level", "WARNING",
-        "--kv-config-path", str(root / "namesrv" / "kvConfig.json"),
+        "namesrv", "--port", str(port), "--bind", "127.0.0.1", "--http-port", "0",
+        "--log-level", "WARNING",
+        "--kv-config-path", str(root / "namesrv" / "kvConfig.json"), *extra,
     ]  # fmt: skip
     log = root / "namesrv.log"
     async with child_process(args, log) as proc:
@@ -115,8 +121,16 @@ async def local_namesrv_process(root: Path) -> AsyncIterator[tuple[str, int]]:
 
 
 @contextlib.asynccontextmanager
-async def local_broker(root: Path, namesrv: str, flush: str) -> AsyncIterator[tuple[str, int]]:
-    """A broker child process with ``flushDiskType=flush``; yields (address, pid)."""
+async def local_broker(
+    root: Path,
+    namesrv: str,
+    flush: str,
+    extra: Sequence[str] = (),
+    credentials: acl.Credentials | None = None,
+) -> AsyncIterator[tuple[str, int]]:
+    """A broker child process with ``flushDiskType=flush`` (``extra``: more arguments, such
+    as ``--set aclEnable=true``; ``credentials``: an admin account of its ACL, to ask
+    whether it serves); yields (address, pid)."""
     port = free_port()
     name = flush.split("_")[0].lower()
     args = [
@@ -124,11 +138,12 @@ async def local_broker(root: Path, namesrv: str, flush: str) -> AsyncIterator[tu
         "--broker-name", f"bench-{name}", "--store", str(root / f"store-{name}"),
         "--flush-disk-type", flush, "-n", namesrv, "--log-level", "WARNING",
         "--set", "haListenPort=0",  # no slaves; port+1 may be anyone's
+        "--set", "bindAddress=127.0.0.1", *extra,
     ]  # fmt: skip
     log = root / f"broker-{name}.log"
     address = f"127.0.0.1:{port}"
     async with child_process(args, log) as proc:
-        client = RemotingClient(connect_timeout=1.0, timeout=2.0)
+        client = RemotingClient(connect_timeout=1.0, timeout=2.0, credentials=credentials)
 
         async def serving() -> bool:
             """Answering, and registered: the name server routes the auto-create template

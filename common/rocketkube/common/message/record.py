@@ -42,6 +42,7 @@ Malformed input raises :class:`~rocketkube.common.errors.MessageFormatError` (a
 
 from __future__ import annotations
 
+import functools
 import mmap
 import struct
 import zlib
@@ -388,6 +389,12 @@ def store_timestamp_at(buf: ReadableBuffer, pos: int) -> int:
 
 
 def _host(raw: memoryview) -> str:
+    return _host_text(bytes(raw))
+
+
+@functools.lru_cache(maxsize=1024)
+def _host_text(raw: bytes) -> str:
+    """``ip:port`` of a packed host; cached, as a pull's records repeat a few hosts."""
     return ids.join_host_port(*ids.unpack_host(raw))
 
 

@@ -12,7 +12,9 @@ runs in.
 ``--master`` takes any master URL (``local[*]`` by default, ``spark://...``,
 ``k8s://...``); under ``spark-submit`` (:mod:`.__main__`) spark-submit's own is used unless
 one is given. ``--conf key=value`` sets Spark configuration. Times are ISO 8601 (UTC unless
-they say otherwise) or epoch milliseconds.
+they say otherwise) or epoch milliseconds. A cluster with ACL or TLS takes the flags (and
+environment variables) of ``rocketkube admin``: ``--access-key``, ``--secret-key`` (better
+``ROCKETKUBE_SECRET_KEY``: no secret in the process list), ``--tls``, ``--tls-ca``...
 
 This module imports pyspark only inside :func:`run`: the ``rocketkube`` command loads it to
 list and parse its subcommands.
@@ -25,15 +27,24 @@ import datetime
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from rocketkube.client import credential_options, tls_options
 from rocketkube.common.cli import Command
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["COMMAND", "configure", "main", "parse_time", "run"]
+__all__ = [
+    "COMMAND",
+    "configure",
+    "main",
+    "parse_time",
+    "run",
+    "security_options",
+    "source_options",
+]
 
 DEFAULT_MASTER = "local[*]"
 
@@ -78,6 +89,12 @@ def _source_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="another option of the rocketmq data source (e.g. tagExpression=TagA)",
     )
+    _security_arguments(parser)
+
+
+def _security_arguments(parser: argparse.ArgumentParser) -> None:
+    credential_options.add_arguments(parser)
+    tls_options.add_arguments(parser)
 
 
 def _configure_archive(parser: argparse.ArgumentParser) -> None:
@@ -114,6 +131,7 @@ def _configure_replay(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--source-topic", action="append", default=[], help="only the archive's messages of it"
     )
+    _security_arguments(parser)
 
 
 def _configure_stats(parser: argparse.ArgumentParser) -> None:
@@ -149,9 +167,28 @@ def configure(parser: argparse.ArgumentParser, default_master: str | None = DEFA
         configure_job(sub.add_parser(name, help=summary, description=summary))
 
 
-def source_options(args: argparse.Namespace) -> dict[str, str]:
+def security_options(
+    args: argparse.Namespace, environ: Mapping[str, str] = os.environ
+) -> dict[str, str]:
+    """The data source's ACL and TLS options of the ``--access-key``... and ``--tls...``
+    flags (else their environment variables); ValueError for a key without the other."""
+    options: dict[str, str] = {}
+    credentials = credential_options.from_args(args, environ)
+    if credentials is not None:
+        options.update(accessKey=credentials.access_key, secretKey=credentials.secret_key)
+    tls = tls_options.from_args(args, environ)
+    if tls is not None:
+        files = {"tlsCaFile": tls.ca_file, "tlsCertFile": tls.cert_file, "tlsKeyFile": tls.key_file}
+        options.update({name: path for name, path in files.items() if path is not None})
+        options.update(tls="true", tlsCheckHostname=str(tls.check_hostname).lower())
+    return options
+
+
+def source_options(
+    args: argparse.Namespace, environ: Mapping[str, str] = os.environ
+) -> dict[str, str]:
     """The data source options of a reading job's arguments."""
-    options = {"namesrvAddr": args.namesrv_addr}
+    options = {"namesrvAddr": args.namesrv_addr, **security_options(args, environ)}
     if args.topic is not None:
         options["topic"] = args.topic
     else:
@@ -204,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
                 start=args.start,
                 end=args.end,
                 topics=tuple(args.source_topic),
+                options=security_options(args),
             )
             replay.replay(spark, settings)
         else:

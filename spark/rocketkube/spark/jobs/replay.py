@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -29,6 +30,8 @@ class ReplaySettings:
     end: datetime.datetime | None = None
     #: Only the archive's messages of these topics (empty: all).
     topics: tuple[str, ...] = ()
+    #: More options of the data source's writer: the ACL and TLS ones.
+    options: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 def selected(archive: DataFrame, settings: ReplaySettings) -> DataFrame:
@@ -52,6 +55,7 @@ def replay(spark: SparkSession, settings: ReplaySettings) -> None:
         .write.format("rocketmq")
         .option("namesrvAddr", settings.namesrv_addr)
         .option("topic", settings.topic)
+        .options(**settings.options)
         .mode("append")
         .save()
     )
