@@ -93,6 +93,7 @@ def test_the_wheel_holds_every_entry_point(wheel: Path) -> None:
     assert dict(entry_points["rocketkube.commands"]) == commands
 
 
+@pytest.mark.compiled  # the pure-Python run turns them off, in the fresh install too
 def test_every_accelerator_is_compiled_into_the_wheel_and_loads(
     wheel: Path, installed: Path
 ) -> None:
