@@ -37,7 +37,10 @@ from kubelet_apiserver import MOUNT_PATH, ApiServer
 from kubelet_deployments import HASH_LABEL
 from operator_harness import conditions
 
-pytestmark = pytest.mark.xdist_group("chart-release")  # the tests share one release, in order
+# The tests share one release, in order: on one worker (their group), and with fixtures that
+# live for the worker's session, since a worker may run other modules' tests between two of
+# these, which would end module-scoped fixtures (a fresh API server without the release).
+pytestmark = pytest.mark.xdist_group("chart-release")
 
 WATCHED = "rocketmq"
 HOME = "rocketkube-system"
@@ -47,7 +50,7 @@ DASHBOARDS = {"operator.json": '{"title": "Operator", "panels": []}'}
 RULES = "groups:\n  - name: rocketkube\n    rules:\n      - alert: Down\n        expr: up == 0\n"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeApiServer]:
     """The emulated API server with the namespaces and prometheus-operator's CRDs."""
     with running_kube_api(tmp_path_factory.mktemp("kube") / "kubeconfig") as server:
@@ -60,7 +63,7 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeApiServer]:
         yield server
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def harness(
     kube: KubeApiServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningKubelet]:
@@ -80,7 +83,7 @@ def harness(
         yield running
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def scene(kube: KubeApiServer, harness: RunningKubelet) -> Scene:
     """Waits that fail showing the operator's pods, their logs and the harness's errors."""
     return Scene(kube.cluster, harness, HOME, harness.kubelet.options.workdir)
@@ -93,12 +96,12 @@ async def settle(scene: Scene, condition: Callable[[], object], what: str) -> No
         await scene.until(condition, what, timeout=90)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def chart(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return chart_copy(tmp_path_factory.mktemp("chart"), dashboards=DASHBOARDS, rules=RULES)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def values() -> dict[str, Any]:
     """Watch one namespace; a timer every second; every monitoring object."""
     return {
@@ -112,18 +115,18 @@ def values() -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def config(kube: KubeApiServer) -> Iterator[helm.Config]:
     with helm.Config(kubeconfig_path=kube.kubeconfig, namespace=HOME) as cfg:
         yield cfg
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def installed(config: helm.Config, chart: Path, values: dict[str, Any]) -> dict[str, Any]:
     return config.install(chart, RELEASE, values, namespace=HOME)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def example(kube: KubeApiServer) -> dict[str, Any]:
     """``examples/kubernetes/cluster.yaml`` applied in the watched namespace."""
     obj = yaml.safe_load((ROOT / "examples/kubernetes/cluster.yaml").read_text())
