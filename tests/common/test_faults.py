@@ -147,11 +147,11 @@ def test_an_overdrawn_host_has_its_open_connections_throttled_at_their_first_fau
     for port in range(3):  # truncated requests, a connection each: the host overdrawn
         faults.PeerFaults(log, f"10.0.0.1:{port + 2}", "10.0.0.1").truncated("cut")
     assert log.counts[faults.FRAME] == 3
-    assert log.overdrawn("10.0.0.1")
-    assert flooding.malformed(faults.BODY, "x") == 0.5  # its own budget is nearly full
+    assert log.host_wait("10.0.0.1") == 1.0
+    assert flooding.malformed(faults.BODY, "x") == 1.0  # its own budget nearly full: the host's
     assert other.malformed(faults.BODY, "x") == 0.0  # another host's
     clock.now += 10  # the host behaved: its score decayed, its connections are free again
-    assert not log.overdrawn("10.0.0.1")
+    assert log.host_wait("10.0.0.1") == 0.0
     assert flooding.malformed(faults.BODY, "x") == 0.0
 
 

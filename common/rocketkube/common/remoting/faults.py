@@ -32,7 +32,7 @@ budget (``host_burst`` refilled at ``host_per_second``, one per connection close
 throttled, or whose stream ended inside a frame: a truncated request): once that is spent,
 the host's new connections wait, unread, until it is refilled (``max_backoff`` at most),
 and those of its open connections that send a malformed request are throttled at once,
-whatever is left of their own budgets: the host's budget bounds its garbage across all of
+whatever is left of their own budgets, for that long at least: the host's budget bounds its garbage across all of
 its connections and across reconnects, so opening 30 connections instead of 3 buys a host
 no more of the event loop. The budget is a decaying score: it refills while the host
 behaves, and a host with a full one is forgotten. A connection that sends no garbage is
@@ -179,23 +179,20 @@ class FaultLog:
     def admit(self, host: str) -> float:
         """Seconds a new connection from ``host`` is to wait unread (0.0: none): until
         the host's budget is refilled, when its connections spent it."""
+        wait = self.host_wait(host)
+        if wait:
+            self.throttles += 1
+        return wait
+
+    def host_wait(self, host: str) -> float:
+        """Seconds until ``host``'s budget is no longer overdrawn (``max_backoff`` at most;
+        0.0: it is not)."""
         entry = self._hosts.get(host)
         if entry is None:
             return 0.0
         policy = self.policy
         level = self._refill(entry, policy.host_per_second, policy.host_burst)
-        if level >= 0:
-            return 0.0
-        self.throttles += 1
-        return min(policy.max_backoff, -level / policy.host_per_second)
-
-    def overdrawn(self, host: str) -> bool:
-        """Whether ``host``'s connections spent its budget (it is not refilled yet)."""
-        entry = self._hosts.get(host)
-        if entry is None:
-            return False
-        policy = self.policy
-        return self._refill(entry, policy.host_per_second, policy.host_burst) < 0
+        return 0.0 if level >= 0 else min(policy.max_backoff, -level / policy.host_per_second)
 
     def charge_host(self, host: str) -> None:
         """A connection from ``host`` was closed for garbage or throttled."""
@@ -273,9 +270,13 @@ class PeerFaults:
         self._level = max(refilled - count, -policy.malformed_burst)
         if now < self._held_until:
             return 0.0  # held already (the rest of a run being served)
-        if self._level >= 0 and (kind == FRAME or not fault_log.overdrawn(self.host)):
+        host_wait = 0.0 if kind == FRAME else fault_log.host_wait(self.host)
+        if self._level >= 0 and not host_wait:
             return 0.0  # within its budget and its host's (a frame fault closes it anyway)
+        # Held until its host's budget is refilled, at least: with it, a host's garbage is
+        # bounded whatever the number of its connections, each past its first back-offs.
         backoff = min(policy.max_backoff, policy.first_backoff * 2.0**self._backoffs)
+        backoff = max(backoff, host_wait)
         self._backoffs += 1
         self._held_until = now + backoff
         fault_log.throttles += 1
