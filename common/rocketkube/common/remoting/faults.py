@@ -32,11 +32,12 @@ budget (``host_burst`` refilled at ``host_per_second``, one per connection close
 throttled, or whose stream ended inside a frame: a truncated request): once that is spent,
 the host's new connections wait, unread, until it is refilled (``max_backoff`` at most),
 and those of its open connections that send a malformed request are throttled at once,
-whatever is left of their own budgets, for that long at least: the host's budget bounds its garbage across all of
-its connections and across reconnects, so opening 30 connections instead of 3 buys a host
-no more of the event loop. The budget is a decaying score: it refills while the host
-behaves, and a host with a full one is forgotten. A connection that sends no garbage is
-never held, whatever its host; legitimate clients send no garbage at all.
+whatever is left of their own budgets, for that long at least: the host's budget bounds
+its garbage across all of its connections and across reconnects, so opening 30
+connections instead of 3 buys a host no more of the event loop. The budget is a decaying
+score: it refills while the host behaves, and a host with a full one is forgotten. A
+connection that sends no garbage is never held, whatever its host; legitimate clients send
+no garbage at all.
 
 What a server refuses for its limits (:class:`~rocketkube.common.remoting.server.ServerLimits`)
 rather than for a fault is counted by reason in :attr:`FaultLog.refused` and told in one
