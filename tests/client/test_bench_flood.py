@@ -74,7 +74,7 @@ def test_bench_flood_refuses_servers_elsewhere(capsys: pytest.CaptureFixture[str
 @pytest.mark.slow
 def test_bench_flood_against_child_servers(capsys: pytest.CaptureFixture[str]) -> None:
     code = cli.main(["flood", "--baseline", "0.5", "--duration", "30", "--connections", "8",
-                     "--frames", "20000", "--json"])  # fmt: skip
+                     "--frames", "2000", "--json"])  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 0, err
     summary = json.loads(out)
@@ -84,7 +84,7 @@ def test_bench_flood_against_child_servers(capsys: pytest.CaptureFixture[str]) -
         assert summary[phase]["messages"] > 0
         assert summary[phase]["broker_cpu_pct"] is not None
     counts = summary["flood_counts"]
-    assert counts["taken"] >= 20000
+    assert counts["taken"] >= 2000  # a few seconds: the servers throttle the flood's hosts
     assert counts["frames"] >= counts["taken"]
     assert counts["garbage"] > 0
     assert counts["truncated"] > 0

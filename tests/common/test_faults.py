@@ -137,6 +137,24 @@ def test_a_host_whose_connections_keep_sending_garbage_has_its_new_ones_wait(
     assert warnings(caplog, "new connections from 10.0.0.1 wait") != []
 
 
+def test_an_overdrawn_host_has_its_open_connections_throttled_at_their_first_fault() -> None:
+    clock = Clock()
+    policy = faults.FaultPolicy(host_burst=2, host_per_second=1, first_backoff=0.5)
+    log = faults.FaultLog(policy, clock)
+    flooding = faults.PeerFaults(log, "10.0.0.1:1", "10.0.0.1")
+    other = faults.PeerFaults(log, "10.0.0.2:1", "10.0.0.2")
+    assert flooding.malformed(faults.BODY, "x") == 0.0  # its own budget and its host's
+    for port in range(3):  # truncated requests, a connection each: the host overdrawn
+        faults.PeerFaults(log, f"10.0.0.1:{port + 2}", "10.0.0.1").truncated("cut")
+    assert log.counts[faults.FRAME] == 3
+    assert log.host_wait("10.0.0.1") == 1.0
+    assert flooding.malformed(faults.BODY, "x") == 1.0  # its own budget nearly full: the host's
+    assert other.malformed(faults.BODY, "x") == 0.0  # another host's
+    clock.now += 10  # the host behaved: its score decayed, its connections are free again
+    assert log.host_wait("10.0.0.1") == 0.0
+    assert flooding.malformed(faults.BODY, "x") == 0.0
+
+
 def test_a_client_counts_its_servers_faults_but_never_stops_reading_them() -> None:
     log = faults.FaultLog(faults.CLIENT_POLICY, Clock())
     server = faults.PeerFaults(log, "10.0.0.1:10911", "10.0.0.1")
@@ -311,6 +329,73 @@ async def test_new_connections_of_a_host_sending_garbage_wait_but_open_ones_do_n
         assert fault_log.throttles == throttles + 1
         writer.close()
     finally:
+        await server.stop()
+
+
+async def connect(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection to 127.0.0.1:``port`` from loopback address ``host``, as from that host."""
+    return await asyncio.open_connection("127.0.0.1", port, local_addr=(host, 0))
+
+
+async def test_a_host_flooding_many_connections_is_held_while_a_good_host_is_served(
+    good: RemotingClient,
+) -> None:
+    """127.0.0.2 opens a connection per truncated request, and sends malformed requests on
+    connections opened before: once its budget is spent, its new connections wait unread
+    and its open ones are held at their first malformed request, though none spent a budget
+    of its own; its connection that sends only good requests, another host's and
+    127.0.0.1's are all served."""
+    policy = faults.FaultPolicy(
+        host_burst=3, host_per_second=1, malformed_burst=1000, max_backoff=3600,
+        first_backoff=3600,
+    )  # fmt: skip
+    server, fault_log = await serve(policy, Clock())  # never refilled: the test's clock
+    address = f"127.0.0.1:{server.port}"
+    port = server.port
+    cut = frame.encode_bytes(RemotingCommand.request(ECHO, {"a": "b"}))[:-1]
+    opened = []
+    try:
+        await good.invoke(address, RemotingCommand.request(ECHO))
+        malformed = await connect("127.0.0.2", port)
+        well_behaved = await connect("127.0.0.2", port)
+        opened += [malformed[1], well_behaved[1]]
+        malformed[1].write(pipelined([UNKNOWN]))
+        (answer,) = await read_answers(malformed[0], 1)  # the host's budget is whole
+        assert answer.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+        for _ in range(4):  # a truncated request a connection: the host overdrawn
+            reader, writer = await connect("127.0.0.2", port)
+            writer.write(cut)
+            writer.write_eof()
+            assert await closed_by_server(reader)
+            writer.close()
+        assert fault_log.counts[faults.FRAME] == 4
+        reader, writer = await connect("127.0.0.2", port)  # a new one: it waits, unread
+        opened.append(writer)
+        writer.write(cut)
+        writer.write_eof()
+        await wait_until(lambda: fault_log.throttles == 1, "the new connection held")
+        malformed[1].write(pipelined([UNKNOWN]))  # answered: the hold comes after it
+        (answer,) = await read_answers(malformed[0], 1)
+        assert answer.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+        assert fault_log.throttles == 2  # held, its own budget nearly whole
+        malformed[1].write(pipelined([UNKNOWN]))
+        other = await connect("127.0.0.3", port)
+        opened.append(other[1])
+        other[1].write(pipelined([UNKNOWN]))  # another host's budget is whole
+        (answer,) = await read_answers(other[0], 1)
+        assert answer.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+        for i in range(50):  # the loop goes round: the good host and connection are served
+            well_behaved[1].write(pipelined([ECHO]))
+            (answer,) = await read_answers(well_behaved[0], 1)
+            assert answer.code == ResponseCode.SUCCESS
+            answer = await good.invoke(address, RemotingCommand.request(ECHO, {"i": str(i)}))
+            assert answer.ext_fields == {"i": str(i)}
+        assert fault_log.counts[faults.CODE] == 3  # the held one's last request unread
+        assert fault_log.counts[faults.FRAME] == 4  # the waiting one's truncation unread
+        assert fault_log.throttles == 2
+    finally:
+        for w in opened:
+            w.close()
         await server.stop()
 
 

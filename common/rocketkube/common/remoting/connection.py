@@ -312,6 +312,14 @@ class Connection(asyncio.Protocol):
         else:
             self._resume_reading()
 
+    def eof_received(self) -> bool | None:
+        """The peer ended its stream: a frame begun and left incomplete is its fault (a
+        truncated request), charged to its host. The transport closes (None)."""
+        buffered = self._decoder.buffered
+        if buffered:
+            self._faults.truncated(f"{buffered} bytes of an incomplete frame")
+        return None
+
     def connection_lost(self, exc: Exception | None) -> None:
         if self._idle_timer is not None:
             self._idle_timer.cancel()

@@ -29,9 +29,15 @@ back-off that doubles while the peer goes on (``first_backoff`` up to ``max_back
 the well-formed traffic of the others keeps the event loop. A peer that opens a new
 connection for each frame of garbage (or each spent budget) is held back by its host's
 budget (``host_burst`` refilled at ``host_per_second``, one per connection closed or
-throttled): once that is spent, the host's new connections wait, unread, until it is
-refilled (``max_backoff`` at most). Connections already open are never held for their
-host; legitimate clients send no garbage at all.
+throttled, or whose stream ended inside a frame: a truncated request): once that is spent,
+the host's new connections wait, unread, until it is refilled (``max_backoff`` at most),
+and those of its open connections that send a malformed request are throttled at once,
+whatever is left of their own budgets, for that long at least: the host's budget bounds
+its garbage across all of its connections and across reconnects, so opening 30
+connections instead of 3 buys a host no more of the event loop. The budget is a decaying
+score: it refills while the host behaves, and a host with a full one is forgotten. A
+connection that sends no garbage is never held, whatever its host; legitimate clients send
+no garbage at all.
 
 What a server refuses for its limits (:class:`~rocketkube.common.remoting.server.ServerLimits`)
 rather than for a fault is counted by reason in :attr:`FaultLog.refused` and told in one
@@ -174,15 +180,20 @@ class FaultLog:
     def admit(self, host: str) -> float:
         """Seconds a new connection from ``host`` is to wait unread (0.0: none): until
         the host's budget is refilled, when its connections spent it."""
+        wait = self.host_wait(host)
+        if wait:
+            self.throttles += 1
+        return wait
+
+    def host_wait(self, host: str) -> float:
+        """Seconds until ``host``'s budget is no longer overdrawn (``max_backoff`` at most;
+        0.0: it is not)."""
         entry = self._hosts.get(host)
         if entry is None:
             return 0.0
         policy = self.policy
         level = self._refill(entry, policy.host_per_second, policy.host_burst)
-        if level >= 0:
-            return 0.0
-        self.throttles += 1
-        return min(policy.max_backoff, -level / policy.host_per_second)
+        return 0.0 if level >= 0 else min(policy.max_backoff, -level / policy.host_per_second)
 
     def charge_host(self, host: str) -> None:
         """A connection from ``host`` was closed for garbage or throttled."""
@@ -258,9 +269,15 @@ class PeerFaults:
         # Charged while held too (the rest of a run), but never deeper than one burst: a
         # peer that behaves again has its full budget back within two bursts' refill.
         self._level = max(refilled - count, -policy.malformed_burst)
-        if self._level >= 0 or now < self._held_until:
-            return 0.0  # within budget, or held already (the rest of a run being served)
+        if now < self._held_until:
+            return 0.0  # held already (the rest of a run being served)
+        host_wait = 0.0 if kind == FRAME else fault_log.host_wait(self.host)
+        if self._level >= 0 and not host_wait:
+            return 0.0  # within its budget and its host's (a frame fault closes it anyway)
+        # Held until its host's budget is refilled, at least: with it, a host's garbage is
+        # bounded whatever the number of its connections, each past its first back-offs.
         backoff = min(policy.max_backoff, policy.first_backoff * 2.0**self._backoffs)
+        backoff = max(backoff, host_wait)
         self._backoffs += 1
         self._held_until = now + backoff
         fault_log.throttles += 1
@@ -272,6 +289,16 @@ class PeerFaults:
     def refuse_in_flight(self, detail: str, count: int) -> None:
         """``count`` requests answered SYSTEM_BUSY: too many of this connection's in flight."""
         self._log.refuse(IN_FLIGHT, detail, count)
+
+    def truncated(self, detail: str) -> None:
+        """The peer ended its stream inside a frame (a request cut short): counted as a
+        ``frame`` fault and charged to its host, as an undecodable frame is; else a host
+        that opens a connection per truncated request would never spend its budget."""
+        fault_log = self._log
+        fault_log.counts[FRAME] += 1
+        self.warn(FRAME, f"connection from {self.peer} ended inside a frame: {detail}",
+                  fault_log.clock())  # fmt: skip
+        fault_log.charge_host(self.host)
 
     def slow_frame(self, detail: str) -> None:
         """The connection is closed: a frame it began stayed incomplete too long."""
