@@ -42,10 +42,10 @@ from typing import cast
 
 import prometheus_client
 
-from rocketkube.broker.clients import ClientManager
+from rocketkube.broker.consumers.clients import ClientManager
+from rocketkube.broker.consumers.groups import SubscriptionGroupManager
+from rocketkube.broker.consumers.offsets import ConsumerOffsetManager
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.groups import SubscriptionGroupManager
-from rocketkube.broker.offsets import ConsumerOffsetManager
 from rocketkube.broker.processors import send
 from rocketkube.broker.settings import BrokerSettings
 from rocketkube.broker.stats import BrokerStats

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from rocketkube.broker.consumers.groups import SubscriptionGroupConfig
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.groups import SubscriptionGroupConfig
 from rocketkube.broker.processors import admin, admin_config, admin_stats, client
 from rocketkube.broker.settings import BrokerRole
 from rocketkube.broker.store import InnerMessage

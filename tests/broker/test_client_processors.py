@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from rocketkube.broker.consumers.groups import SubscriptionGroupConfig
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.groups import SubscriptionGroupConfig
 from rocketkube.broker.processors import client
 from rocketkube.common import fastjson
 from rocketkube.common.message.hashing import tags_code

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from rocketkube.broker.clients import ClientChannel
+from rocketkube.broker.consumers.clients import ClientChannel
+from rocketkube.broker.consumers.long_polling import PullRequestHoldService
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.long_polling import PullRequestHoldService
 from rocketkube.broker.processors import pull
 from rocketkube.broker.settings import BrokerRole
 from rocketkube.broker.store import GetStatus, InnerMessage
@@ -73,7 +73,7 @@ class Broker:
 @pytest.fixture
 async def broker(context: BrokerContext) -> AsyncIterator[Broker]:
     context.topics.update(TopicConfig(TOPIC, 4, 4))
-    holds = PullRequestHoldService(context)
+    holds = PullRequestHoldService(context.store)
     server = RemotingServer(Dispatcher(pull.table(context, holds)), "127.0.0.1", 0)
     await server.start()
     client = RemotingClient()
@@ -448,7 +448,7 @@ async def test_a_consumer_within_the_memory_is_sent_to_the_groups_broker(broker:
 async def test_single_span_body_is_the_store_view(context: BrokerContext) -> None:
     context.topics.update(TopicConfig(TOPIC, 4, 4))
     put(context, message(b"x"), message(b"y"))
-    holds = PullRequestHoldService(context)
+    holds = PullRequestHoldService(context.store)
     processor = pull.PullProcessor(context, holds)
     reply = processor.pull_message(Connection(), pull_request())
     assert isinstance(reply, RemotingCommand)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import pytest
 from waiting import wait_until
 
+from rocketkube.broker.consumers.long_polling import PullRequestHoldService
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.long_polling import PullRequestHoldService
 from rocketkube.broker.processors import client, pull
 from rocketkube.broker.store import InnerMessage
 from rocketkube.common import fastjson
@@ -97,7 +97,7 @@ class Broker:
 @pytest.fixture
 async def broker(context: BrokerContext) -> AsyncIterator[Broker]:
     context.topics.update(TopicConfig(TOPIC, 1, 1))
-    holds = PullRequestHoldService(context)
+    holds = PullRequestHoldService(context.store)
     handlers = {**pull.table(context, holds), **client.table(context)}
     server = RemotingServer(Dispatcher(handlers), "127.0.0.1", 0)
     await server.start()

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from rocketkube.broker.clients import ClientChannel
+from rocketkube.broker.consumers.clients import ClientChannel
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.processors.consumer_running_info import ConsumerRunningInfoProcessor
 from rocketkube.common.protocol.heartbeat import ConsumerData

@@ -10,8 +10,8 @@ import pytest
 from waiting import wait_until
 
 from rocketkube.broker.app import BrokerApp
+from rocketkube.broker.consumers.groups import SubscriptionGroupConfig
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.groups import SubscriptionGroupConfig
 from rocketkube.broker.settings import BrokerSettings
 from rocketkube.common.message import record
 from rocketkube.common.message.model import MessageExt

@@ -15,13 +15,13 @@ import prometheus_client
 from rocketkube.broker.accelerated import accelerated
 from rocketkube.broker.acl import AccessGuard
 from rocketkube.broker.acl import admin as acl_admin
-from rocketkube.broker.clients import ClientManager
+from rocketkube.broker.consumers.clients import ClientManager
+from rocketkube.broker.consumers.groups import SubscriptionGroupManager
+from rocketkube.broker.consumers.long_polling import PullRequestHoldService
+from rocketkube.broker.consumers.offsets import ConsumerOffsetManager
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.groups import SubscriptionGroupManager
 from rocketkube.broker.ha import HAClient, HAService, SlaveSynchronizer
-from rocketkube.broker.long_polling import PullRequestHoldService
 from rocketkube.broker.metrics import BrokerCollector
-from rocketkube.broker.offsets import ConsumerOffsetManager
 from rocketkube.broker.processors import (
     admin,
     client,
@@ -185,7 +185,7 @@ class BrokerApp:
         ctx.routes = registrar
         topics.on_change = registrar.request_registration
         client.install(ctx)
-        self.holds = PullRequestHoldService(ctx)
+        self.holds = PullRequestHoldService(ctx.store)
         holds = self.holds
         if not settings.is_master:
             self.replica_client = HAClient(store, settings, lambda: registrar.master_ha_addr,

@@ -6,10 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from rocketkube.broker.clients import ClientManager
-from rocketkube.broker.groups import SubscriptionGroupManager
+from rocketkube.broker.consumers.clients import ClientManager
+from rocketkube.broker.consumers.groups import SubscriptionGroupManager
+from rocketkube.broker.consumers.offsets import ConsumerOffsetManager
 from rocketkube.broker.ha.master import HAService
-from rocketkube.broker.offsets import ConsumerOffsetManager
 from rocketkube.broker.settings import BrokerSettings
 from rocketkube.broker.stats import BrokerStats
 from rocketkube.broker.store import MessageStore

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from rocketkube.broker.consumers.offsets import SEPARATOR
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.offsets import SEPARATOR
 
 #: ``(name, help, value)`` of gauges a part of the broker reports (replication).
 Gauges = Callable[[], Iterable[tuple[str, str, float]]]

@@ -13,8 +13,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from rocketkube.broker.groups import SubscriptionGroupManager
-from rocketkube.broker.offsets import ConsumerOffsetManager
+from rocketkube.broker.consumers.groups import SubscriptionGroupManager
+from rocketkube.broker.consumers.offsets import ConsumerOffsetManager
 from rocketkube.broker.schedule import ScheduleService, decode_offsets
 from rocketkube.broker.topics import TopicConfigManager
 from rocketkube.common import errors, fastjson

@@ -22,8 +22,8 @@ import asyncio
 import logging
 
 from rocketkube.broker import topics
+from rocketkube.broker.consumers.groups import SubscriptionGroupConfig
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.groups import SubscriptionGroupConfig
 from rocketkube.broker.processors import admin_config, admin_stats
 from rocketkube.common import fastjson
 from rocketkube.common.protocol import admin_bodies, permission

@@ -10,7 +10,7 @@ GET_CONSUMER_LIST_BY_GROUP, and the NOTIFY_CONSUMER_IDS_CHANGED the broker sends
   ``enablePropertyFilter``, 23 with the parser's message for a SQL92 expression that does
   not parse, or for another expression type. A heartbeat is never refused for its
   subscriptions, as in Java: a bad one is refused when pulled (:mod:`.pull`).
-- :func:`install` makes :class:`~rocketkube.broker.clients.ClientManager` call
+- :func:`install` makes :class:`~rocketkube.broker.consumers.clients.ClientManager` call
   :func:`notify_group_changed` whenever a group changes (a channel joins or leaves, the
   topic set changes, a channel closes or expires): every member gets a oneway 40.
 """
@@ -21,7 +21,7 @@ import functools
 import logging
 
 from rocketkube.broker import topics
-from rocketkube.broker.clients import ClientChannel, ConsumerGroupInfo
+from rocketkube.broker.consumers.clients import ClientChannel, ConsumerGroupInfo
 from rocketkube.broker.context import BrokerContext
 from rocketkube.common import errors, fastjson
 from rocketkube.common import filter as sql_filter

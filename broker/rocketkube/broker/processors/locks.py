@@ -3,13 +3,13 @@
 
 Both carry a ``LockBatchRequestBody`` and no header. Lock answers 0 with the queues the
 client now owns (``{"lockOKMQSet":[...]}``), which may be fewer than it asked for; unlock
-answers 0 with no body. The table is :class:`~rocketkube.broker.locks.QueueLockTable`.
+answers 0 with no body. The table is :class:`~rocketkube.broker.consumers.locks.QueueLockTable`.
 """
 
 from __future__ import annotations
 
+from rocketkube.broker.consumers.locks import QueueLockTable
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.locks import QueueLockTable
 from rocketkube.common.protocol.consumer_headers import LockBatchRequestBody, LockBatchResponseBody
 from rocketkube.common.remoting.codes import RequestCode
 from rocketkube.common.remoting.command import RemotingCommand

@@ -9,13 +9,13 @@ Follows Java's ``PullMessageProcessor`` (docs/protocol.md §5):
    refused 16, older than the request's subVersion 25). A TAG expression filters by the
    consume queue's tags code. A SQL92 one answers 1 ("The broker does not support consumer
    to filter message by SQL92") unless ``enablePropertyFilter``; then it is parsed (once
-   per expression, :mod:`~rocketkube.broker.property_filter`), a syntax error answering 23
+   per expression, :mod:`~rocketkube.broker.consumers.filters`), a syntax error answering 23
    with the parser's message, and it filters each record by its properties.
 2. ``store.get_messages`` with the subscription's filters, and the status mapped to a
    code (table below). The response header always carries all four fields; the remark is
    the store status name; the body is the store's memoryviews (joined only when several).
 3. A would-be 19 with FLAG_SUSPEND, on the first processing, is held by the
-   :class:`~rocketkube.broker.long_polling.PullRequestHoldService`; the processor returns
+   :class:`~rocketkube.broker.consumers.long_polling.PullRequestHoldService`; the processor returns
    its future and the hold service re-runs the pull (``first=False``) on wake-up.
 4. FLAG_COMMIT_OFFSET on the first processing of a master stores ``commitOffset``, whatever
    the pull finds (not when a check failed, as in Java).
@@ -49,9 +49,9 @@ import asyncio
 import time
 from typing import NamedTuple
 
-from rocketkube.broker import property_filter
+from rocketkube.broker.consumers import filters
+from rocketkube.broker.consumers.long_polling import PullRequestHoldService
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.long_polling import PullRequestHoldService
 from rocketkube.broker.store import GetResult, GetStatus, RecordFilter, TagFilter
 from rocketkube.common.filter import EXPRESSION_TYPE as EXPRESSION_SQL92
 from rocketkube.common.filter import Sql92SyntaxError
@@ -121,7 +121,7 @@ class PullProcessor:
     def __init__(self, ctx: BrokerContext, holds: PullRequestHoldService) -> None:
         self.ctx = ctx
         self.holds = holds
-        self.filters = property_filter.FilterCache()
+        self.filters = filters.FilterCache()
 
     def table(self) -> dict[int, Processor]:
         return {RequestCode.PULL_MESSAGE: self.pull_message}
@@ -294,7 +294,7 @@ class PullProcessor:
                 ResponseCode.SUBSCRIPTION_PARSE_FAILED,
                 f"parse the consumer's subscription failed: {selector}",
             )
-        return _Filters(None, property_filter.record_filter(selector))
+        return _Filters(None, filters.record_filter(selector))
 
 
 def _request_subscription(

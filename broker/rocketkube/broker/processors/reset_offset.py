@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from rocketkube.broker.clients import ClientChannel
+from rocketkube.broker.consumers.clients import ClientChannel
 from rocketkube.broker.context import BrokerContext
 from rocketkube.common import errors
 from rocketkube.common.protocol.admin_bodies import MessageQueue

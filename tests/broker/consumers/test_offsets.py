@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from rocketkube.broker.consumers.offsets import ConsumerOffsetManager
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.offsets import ConsumerOffsetManager
 from rocketkube.broker.processors import offsets
 from rocketkube.broker.store import InnerMessage
 from rocketkube.common import fastjson

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from waiting import wait_until
 
+from rocketkube.broker.consumers.long_polling import PullRequestHoldService
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.long_polling import PullRequestHoldService
 from rocketkube.broker.processors import pull
 from rocketkube.broker.store import InnerMessage
 from rocketkube.common import errors
@@ -59,7 +59,7 @@ class Broker:
 @pytest.fixture
 async def broker(context: BrokerContext) -> AsyncIterator[Broker]:
     context.topics.update(TopicConfig(TOPIC, 4, 4))
-    holds = PullRequestHoldService(context)
+    holds = PullRequestHoldService(context.store)
     server = RemotingServer(Dispatcher(pull.table(context, holds)), "127.0.0.1", 0)
     await server.start()
     client = RemotingClient()
@@ -254,7 +254,7 @@ async def test_woken_pull_does_not_commit_again(broker: Broker) -> None:
 async def test_service_wakes_all_when_tags_are_unknown_and_close_drops(
     context: BrokerContext,
 ) -> None:
-    holds = PullRequestHoldService(context)
+    holds = PullRequestHoldService(context.store)
     conn = Connection()
     conn.connection_made(_FakeTransport())
     answers: list[str] = []
@@ -280,7 +280,7 @@ async def test_service_wakes_all_when_tags_are_unknown_and_close_drops(
 
 
 async def test_rerun_failure_fails_the_future(context: BrokerContext) -> None:
-    holds = PullRequestHoldService(context)
+    holds = PullRequestHoldService(context.store)
     conn = Connection()
     conn.connection_made(_FakeTransport())
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from rocketkube.broker.locks import QueueLockTable
+from rocketkube.broker.consumers.locks import QueueLockTable
 from rocketkube.broker.processors import locks
 from rocketkube.common.protocol.admin_bodies import MessageQueue
 from rocketkube.common.protocol.consumer_headers import LockBatchRequestBody, LockBatchResponseBody

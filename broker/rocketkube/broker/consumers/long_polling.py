@@ -23,8 +23,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.store import TagFilter
+from rocketkube.broker.store import MessageStore, TagFilter
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection
 
@@ -68,12 +67,12 @@ class _HeldPull:
 class PullRequestHoldService:
     """Holds suspended pulls; registers itself as the store's arrival listener."""
 
-    def __init__(self, ctx: BrokerContext) -> None:
+    def __init__(self, store: MessageStore) -> None:
         self._by_queue: dict[QueueKey, dict[_HeldPull, None]] = {}
         self._by_conn: dict[Connection, dict[_HeldPull, None]] = {}
         self._count = 0
         self._closed = False
-        ctx.store.add_arrival_listener(self.on_arrival)
+        store.add_arrival_listener(self.on_arrival)
 
     def held_count(self, topic: str | None = None, queue_id: int | None = None) -> int:
         """Pulls held now: all of them, or those of one queue."""
