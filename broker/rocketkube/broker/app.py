@@ -42,7 +42,8 @@ from rocketkube.broker.settings import BrokerSettings
 from rocketkube.broker.stats import BrokerStats
 from rocketkube.broker.store import MessageStore
 from rocketkube.broker.topics import TopicConfigManager
-from rocketkube.broker.transaction import TransactionalMessageService, TransactionCheckService
+from rocketkube.broker.transactions.checker import TransactionCheckService
+from rocketkube.broker.transactions.half import TransactionalMessageService
 from rocketkube.common.http_endpoint import HttpEndpoint
 from rocketkube.common.metrics import RequestMetrics
 from rocketkube.common.remoting.client import RemotingClient
@@ -213,9 +214,17 @@ class BrokerApp:
         self.schedule = schedule
         self.registry.register(DelayCollector(schedule))
         table.update(delay_offsets.table(schedule))
-        tx_service = TransactionalMessageService(ctx)
+        tx_service = TransactionalMessageService(ctx.store, ctx.topics, ctx.clock, ctx.broker_addr)
         table.update(end_transaction.table(ctx, tx_service))
-        self.transactions = TransactionCheckService(ctx, tx_service)
+        self.transactions = TransactionCheckService(
+            tx_service,
+            settings=ctx.settings,
+            store=ctx.store,
+            topics=ctx.topics,
+            offsets=ctx.offsets,
+            clients=ctx.clients,
+            clock=ctx.clock,
+        )
         if self.acl is not None:
             identity = acl_admin.BrokerIdentity(
                 settings.broker_name, ctx.broker_addr, settings.broker_cluster_name

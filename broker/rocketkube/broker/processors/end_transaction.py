@@ -11,7 +11,7 @@
 Requests are mostly oneway (the connection then drops the answer). Where this differs from
 Java: a mismatching queue offset is refused (Java only sets a remark and commits), and a
 transaction this broker already resolved gets the op entry but no second real message (see
-:mod:`rocketkube.broker.transaction`). The answer does not wait for a SYNC_FLUSH flush.
+:mod:`rocketkube.broker.transactions.half`). The answer does not wait for a SYNC_FLUSH flush.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Final
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.settings import BrokerRole
 from rocketkube.broker.store import PutResult, PutStatus
-from rocketkube.broker.transaction import TransactionalMessageService
+from rocketkube.broker.transactions.half import TransactionalMessageService
 from rocketkube.common import errors
 from rocketkube.common.message import sysflag
 from rocketkube.common.message.properties import PropertyName

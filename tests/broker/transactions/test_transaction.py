@@ -14,12 +14,8 @@ from waiting import wait_until
 
 from rocketkube.broker import topics
 from rocketkube.broker.app import BrokerApp
-from rocketkube.broker.transaction import (
-    CHECK_GROUP,
-    CheckProgress,
-    check_deadline_ms,
-    op_progress,
-)
+from rocketkube.broker.transactions.checker import CHECK_GROUP
+from rocketkube.broker.transactions.progress import CheckProgress, check_deadline_ms, op_progress
 from rocketkube.common.message import ids, record, sysflag
 from rocketkube.common.message.model import MessageExt
 from rocketkube.common.message.properties import encode_properties
