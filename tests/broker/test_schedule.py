@@ -21,9 +21,8 @@ from rocketkube.broker.schedule import (
     decode_offsets,
     deliver_time,
     encode_offsets,
-    parse_delay_levels,
 )
-from rocketkube.broker.settings import BrokerSettings
+from rocketkube.broker.settings import BrokerSettings, parse_delay_levels
 from rocketkube.broker.store import InnerMessage, MessageStore
 from rocketkube.common.message import hashing, record
 from rocketkube.common.message.model import MessageExt

@@ -36,6 +36,7 @@ from typing import Any, Final
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from rocketkube.broker import settings
 from rocketkube.broker.store import GetResult, GetStatus, InnerMessage, MessageStore, PutStatus
 from rocketkube.common import atomic_file, errors, fastjson
 from rocketkube.common.message import ids, record
@@ -50,39 +51,21 @@ __all__ = [
     "decode_offsets",
     "deliver_time",
     "encode_offsets",
-    "parse_delay_levels",
 ]
 
 log = logging.getLogger(__name__)
 
 SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
-"""``topics.SCHEDULE_TOPIC``, spelled here because the settings import this module."""
+"""``topics.SCHEDULE_TOPIC``, spelled here: delayed delivery and the topic manager are
+independent siblings in the broker's layers."""
 RETRY_AFTER_FAILURE_MS: Final = 10_000
 """How long a level waits after a put failed (Java ``DELAY_FOR_A_PERIOD``)."""
 
-_UNIT_MS: Final = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _NEVER_STORABLE: Final = frozenset({PutStatus.MESSAGE_ILLEGAL, PutStatus.PROPERTIES_SIZE_EXCEEDED})
 _CAUGHT_UP: Final = frozenset({GetStatus.NO_MATCHED_LOGIC_QUEUE, GetStatus.OFFSET_OVERFLOW_ONE})
 
 
 # -- pure parts ------------------------------------------------------------------------------
-
-
-def parse_delay_levels(text: str) -> tuple[int, ...]:
-    """The delay in ms of each level of ``messageDelayLevel`` (index 0 is level 1).
-
-    Tokens are ``<count><unit>``, units ``s m h d``, separated by spaces, as in RocketMQ
-    (``"1s 5s 10s 30s 1m ... 2h"``). Raises ``ValueError`` naming the bad token.
-    """
-    levels: list[int] = []
-    for token in text.split():
-        count, unit = token[:-1], token[-1:]
-        if unit not in _UNIT_MS or not count.isdigit():
-            raise ValueError(f"messageDelayLevel: bad level {token!r} (want e.g. 5s, 1m, 2h, 1d)")
-        levels.append(int(count) * _UNIT_MS[unit])
-    if not levels:
-        raise ValueError("messageDelayLevel has no levels")
-    return tuple(levels)
 
 
 def deliver_time(tags_code: int, now_ms: int, delay_ms: int) -> int:
@@ -161,7 +144,7 @@ class ScheduleService:
         self.saver = atomic_file.BackgroundSaver(path, lambda: encode_offsets(self.offsets))
         self._clock = clock
         self._batch_size = batch_size
-        self.delays_ms = parse_delay_levels(delay_levels)
+        self.delays_ms = settings.parse_delay_levels(delay_levels)
         """The delay of each level (index 0 is level 1)."""
         self._levels = {n: _Level(n, delay) for n, delay in enumerate(self.delays_ms, start=1)}
         self.offsets: dict[int, int] = {}

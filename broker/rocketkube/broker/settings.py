@@ -14,13 +14,32 @@ from __future__ import annotations
 import enum
 import socket
 from pathlib import Path
+from typing import Final
 
 from pydantic import ConfigDict, Field, field_validator
 
-from rocketkube.broker import schedule
 from rocketkube.broker.store import FlushDiskType, StoreConfig
 from rocketkube.common.server_settings import RemotingServerSettings
 from rocketkube.common.tls_settings import TlsClientSettings
+
+_UNIT_MS: Final = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_delay_levels(text: str) -> tuple[int, ...]:
+    """The delay in ms of each level of ``messageDelayLevel`` (index 0 is level 1).
+
+    Tokens are ``<count><unit>``, units ``s m h d``, separated by spaces, as in RocketMQ
+    (``"1s 5s 10s 30s 1m ... 2h"``). Raises ``ValueError`` naming the bad token.
+    """
+    levels: list[int] = []
+    for token in text.split():
+        count, unit = token[:-1], token[-1:]
+        if unit not in _UNIT_MS or not count.isdigit():
+            raise ValueError(f"messageDelayLevel: bad level {token!r} (want e.g. 5s, 1m, 2h, 1d)")
+        levels.append(int(count) * _UNIT_MS[unit])
+    if not levels:
+        raise ValueError("messageDelayLevel has no levels")
+    return tuple(levels)
 
 
 class BrokerRole(enum.StrEnum):
@@ -148,7 +167,7 @@ class BrokerSettings(TlsClientSettings, RemotingServerSettings):
     @field_validator("message_delay_level")
     @classmethod
     def _delay_levels_parse(cls, value: str) -> str:
-        schedule.parse_delay_levels(value)  # a ValueError names the bad level
+        parse_delay_levels(value)  # a ValueError names the bad level
         return value
 
     @property
