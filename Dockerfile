@@ -36,6 +36,7 @@ COPY broker/ broker/
 COPY client/ client/
 COPY operator/ operator/
 COPY spark/ spark/
+COPY launcher/ launcher/
 RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[operator]" \
     && python -c "import glob, sys, zipfile; \
 names = zipfile.ZipFile(glob.glob('/wheels/rocketkube-*.whl')[0]).namelist(); \

@@ -33,7 +33,7 @@ from rocketkube.common.settings import SettingsError
 )
 def test_bad_broker_config_exits_2(args: list[str], needle: str, tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "rocketkube.common", "broker", "--store", str(tmp_path), *args],
+        [sys.executable, "-m", "rocketkube.launcher", "broker", "--store", str(tmp_path), *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -120,7 +120,7 @@ def test_a_slave_role_at_ordinal_0_is_refused(tmp_path: Path) -> None:
 
 def test_a_pod_without_an_ordinal_exits_2(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "rocketkube.common", "broker", "--store", str(tmp_path),
+        [sys.executable, "-m", "rocketkube.launcher", "broker", "--store", str(tmp_path),
          "--identity-from-pod"],
         env={**os.environ, "POD_NAME": "broker-a", "POD_IP": POD_IP},
         capture_output=True,
@@ -164,7 +164,7 @@ async def test_a_broker_process_runs_as_its_pod(tmp_path: Path) -> None:
         "mappedFileSizeConsumeQueue=6000\nmaxHashSlotNum=100\nmaxIndexNum=400\n"
     )
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "rocketkube.common", "broker", "-c", str(conf),
+        sys.executable, "-m", "rocketkube.launcher", "broker", "-c", str(conf),
         "--identity-from-pod", "--log-level", "WARNING",
         env={**os.environ, "NAMESRV_ADDR": "", "POD_NAME": "demo-broker-0-1",
              "POD_IP": "127.0.0.1"},

@@ -372,7 +372,7 @@ def test_namesrv_addr_from_flag_env_or_default() -> None:
 
 def test_admin_help_through_the_installed_command() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "rocketkube.common", "admin", "--help"],
+        [sys.executable, "-m", "rocketkube.launcher", "admin", "--help"],
         capture_output=True,
         text=True,
         timeout=120,

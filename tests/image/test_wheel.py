@@ -136,7 +136,7 @@ def test_the_installed_commands_run_from_the_install(installed: Path) -> None:
         assert re.search(rf"^\s+{command}\b", listed, re.MULTILINE), command
     assert run(installed, "rocketkube", "--version").strip() == f"rocketkube {VERSION}"
     assert "--namespace" in run(installed, "rocketkube", "operator", "--help")
-    where = run(installed, "python", "-c", "import rocketkube.common.cli as m; print(m.__file__)")
+    where = run(installed, "python", "-c", "import rocketkube.launcher.cli as m; print(m.__file__)")
     assert Path(where.strip()).is_relative_to(installed.parent)
 
 

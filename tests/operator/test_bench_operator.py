@@ -73,4 +73,4 @@ def running_operator(pid: int) -> bool:
         command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return b"rocketkube.common" in command and b"operator" in command
+    return b"rocketkube.launcher" in command and b"operator" in command

@@ -24,7 +24,7 @@ from rocketkube.operator import cli
 from rocketkube.operator.api import crds, names
 from rocketkube.operator.handlers.context import overridden_address
 
-ROCKETKUBE = [sys.executable, "-m", "rocketkube.common"]
+ROCKETKUBE = [sys.executable, "-m", "rocketkube.launcher"]
 FLAGS = (
     "--namespace", "--all-namespaces", "--standalone", "--peering", "--priority",
     "--liveness-port", "--metrics-port", "--kubeconfig", "--timer-interval", "--log-level",

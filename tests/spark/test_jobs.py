@@ -151,7 +151,7 @@ def test_stats_count_what_was_sent_per_queue_and_per_topic(
 def test_the_command_parses_without_importing_pyspark() -> None:
     probe = (
         "import sys\n"
-        "from rocketkube.common import cli\n"
+        "from rocketkube.launcher import cli\n"
         "parser = cli.build_parser(cli.discover())\n"
         "parser.parse_args(['spark', 'stats', '--topic', 'T', '--from', '1700000000000'])\n"
         "assert 'pyspark' not in sys.modules, 'pyspark imported'\n"

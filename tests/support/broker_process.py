@@ -1,4 +1,4 @@
-"""A broker in a process of its own (``python -m rocketkube.common broker``), for tests
+"""A broker in a process of its own (``python -m rocketkube.launcher broker``), for tests
 that kill it, restart it or watch it die, and the requests they send it.
 
 ``pyproject.toml`` puts this folder on pytest's path (see ``waiting.py``).
@@ -33,7 +33,7 @@ async def start_broker(
     """A broker process on ``port`` (metrics on ``http_port``) with ``--set`` ``settings``,
     once it answers; the test fails if it exits first."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "rocketkube.common", "broker",
+        sys.executable, "-m", "rocketkube.launcher", "broker",
         "--port", str(port), "--http-port", str(http_port), "--broker-ip", "127.0.0.1",
         "--store", str(store), "--set", "haListenPort=0",
         *(arg for setting in settings for arg in ("--set", setting)),

@@ -1,18 +1,16 @@
-"""The ``rocketkube`` command: a thin dispatcher over subcommands.
+"""What a component publishes to the ``rocketkube`` command: a :class:`Command`.
 
-Subcommands are found through the ``rocketkube.commands`` entry-point group, so
-this module imports no component: each component publishes a :class:`Command`
-and is loaded only when its subcommand runs.
+Each component's ``cli`` module exposes one as ``COMMAND``, registered in the
+``rocketkube.commands`` entry-point group; the dispatcher (``rocketkube.launcher.cli``)
+finds them there and imports a component only when its subcommand runs. The type lives in
+``common`` because every component publishes one and the launcher may be imported by none.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-
-ENTRY_POINT_GROUP = "rocketkube.commands"
 
 
 @dataclass(frozen=True)
@@ -22,45 +20,3 @@ class Command:
     help: str
     configure: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("rocketkube")
-    except importlib.metadata.PackageNotFoundError:  # running from a source tree
-        return "0+unknown"
-
-
-def build_parser(commands: dict[str, Command]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="rocketkube",
-        description="A RocketMQ-compatible messaging system: name server, broker, client tools.",
-    )
-    parser.add_argument("--version", action="version", version=f"rocketkube {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in sorted(commands):
-        command = commands[name]
-        child = sub.add_parser(name, help=command.help, description=command.help)
-        command.configure(child)
-        child.set_defaults(_run=command.run)
-    return parser
-
-
-def discover() -> dict[str, Command]:
-    found: dict[str, Command] = {}
-    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        command = entry.load()
-        if not isinstance(command, Command):
-            raise TypeError(f"entry point {entry.value} is not a rocketkube Command")
-        found[entry.name] = command
-    return found
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser(discover())
-    args = parser.parse_args(argv)
-    run: Callable[[argparse.Namespace], int] | None = getattr(args, "_run", None)
-    if run is None:
-        parser.print_help()
-        return 2
-    return run(args)

@@ -1,6 +1,10 @@
 """Running a server process: logging to stderr, uvloop when available, clean signals, a
 garbage collector tuned for a long-running server, and no orphans: a server started by
-``rocketkube local`` or a benchmark stops with it."""
+``rocketkube local`` or a benchmark stops with it.
+
+It lives in ``common`` because every process entry point needs it (the name server, the
+broker, the client's tools, the operator and the launcher) and ``common`` is the one package
+they all may import."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A name server and brokers as child processes on 127.0.0.1, for a benchmark to measure.
 
-Each server is ``python -m rocketkube.common namesrv|broker ...`` (so the client never
+Each server is ``python -m rocketkube.launcher namesrv|broker ...`` (so the client never
 imports the broker), its output in a log file under the given directory, started on a free
 port and waited for until it serves (a broker: until the name server routes the
 auto-create template to it, so a producer started then finds a route), and terminated when
@@ -51,10 +51,10 @@ def _tail(path: Path, lines: int = 20) -> str:
 
 @contextlib.asynccontextmanager
 async def child_process(args: list[str], log: Path) -> AsyncIterator[asyncio.subprocess.Process]:
-    """``python -m rocketkube.common ARGS`` with output to ``log``; terminated on exit."""
+    """``python -m rocketkube.launcher ARGS`` with output to ``log``; terminated on exit."""
     with log.open("wb") as out:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "rocketkube.common", *args,
+            sys.executable, "-m", "rocketkube.launcher", *args,
             stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out, env=runtime.child_env(),
         )  # fmt: skip
     try:

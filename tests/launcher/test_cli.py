@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from ports import free_port
 
-from rocketkube.common import cli, local
 from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode
 from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.launcher import cli, local
 
-ROCKETKUBE = [sys.executable, "-m", "rocketkube.common"]
+ROCKETKUBE = [sys.executable, "-m", "rocketkube.launcher"]
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -34,7 +34,7 @@ async def test_the_local_cluster_listens_on_this_machine_only(tmp_path: Path) ->
     namesrv_port = free_ports((0, 1))
     broker_port = free_ports((0, 1, 3))
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "rocketkube.common", "local", "--data-dir", str(tmp_path),
+        sys.executable, "-m", "rocketkube.launcher", "local", "--data-dir", str(tmp_path),
         "--namesrv-port", str(namesrv_port), "--broker-port", str(broker_port),
     )  # fmt: skip
     try:

@@ -101,7 +101,7 @@ async def supervise(children: list[Child]) -> int:
     procs: dict[str, asyncio.subprocess.Process] = {}
     for child in children:
         procs[child.name] = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "rocketkube.common", *child.args, env=runtime.child_env()
+            sys.executable, "-m", "rocketkube.launcher", *child.args, env=runtime.child_env()
         )
         log.info("started %s (pid %d): rocketkube %s", child.name, procs[child.name].pid,
                  " ".join(child.args))  # fmt: skip
