@@ -22,10 +22,6 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 ACCELERATORS: dict[str, tuple[str, list[str]]] = {
     "rocketkube.common.remoting._frames": ("common/rocketkube/common/remoting/_frames.pyx", []),
     "rocketkube.broker.store._records": ("broker/rocketkube/broker/store/_records.pyx", ["z"]),
-    "rocketkube.broker.processors._prepare": (
-        "broker/rocketkube/broker/processors/_prepare.pyx",
-        [],
-    ),
 }
 
 

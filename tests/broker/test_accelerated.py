@@ -13,7 +13,6 @@ ALL = [
     "frame scan",
     "answer frames",
     "store records",
-    "plain send preparation",
 ]
 
 

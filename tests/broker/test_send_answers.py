@@ -6,7 +6,7 @@ run, the messages and body bytes tallied per topic."""
 from __future__ import annotations
 
 from rocketkube.broker.processors.send_answers import Reply, stored_answers, waited_answers
-from rocketkube.broker.processors.send_state import Ready
+from rocketkube.broker.store.records import PreparedSend as Ready
 from rocketkube.broker.store import AppendResult, InnerMessage
 from rocketkube.common.remoting.frame import ResponseTemplate, TemplatedResponse
 

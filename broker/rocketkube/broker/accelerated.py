@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rocketkube.broker.processors import send
 from rocketkube.broker.store import records
 from rocketkube.common.remoting import frame
 
@@ -17,7 +16,6 @@ _TWINS: tuple[tuple[str, Callable[[], object]], ...] = (
     ("frame scan", frame.compiled_scan),
     ("answer frames", frame.compiled_templated_frames),
     ("store records", records.compiled),
-    ("plain send preparation", send.compiled_prepare_run),
 )
 
 

@@ -61,20 +61,16 @@ from rocketkube.broker import topics as topic_names
 from rocketkube.broker.context import BrokerContext, RoutePublisher
 from rocketkube.broker.processors import send_batch
 from rocketkube.broker.processors.send_answers import Reply, SendAnswers
-from rocketkube.broker.processors.send_state import (
-    PlainRules,
-    PlainTopic,
-    Ready,
-    TopicState,
-    Waiting,
-)
+from rocketkube.broker.processors.send_state import TopicState, Waiting
 from rocketkube.broker.settings import BrokerRole
 from rocketkube.broker.store import (
     DispatchHints,
     InnerMessage,
     PutStatus,
+    records,
 )
-from rocketkube.common import accelerators, errors
+from rocketkube.broker.store.records import PlainRules, PlainTopic, PreparedSend
+from rocketkube.common import errors
 from rocketkube.common.message import ids, sysflag
 from rocketkube.common.message.properties import (
     PropertyName,
@@ -95,12 +91,7 @@ from rocketkube.common.remoting.connection import Reply as Answer
 from rocketkube.common.remoting.deferred import DeferredGroup
 from rocketkube.common.remoting.dispatch import BatchingProcessor, Processor
 
-__all__ = ["SendProcessor", "compiled_prepare_plain", "table"]
-
-PreparePlain: TypeAlias = Callable[
-    [RemotingCommand, bool, dict[str, PlainTopic], dict[str, TopicConfig], PlainRules, bytes],
-    Ready | None,
-]
+__all__ = ["SendProcessor", "table"]
 
 #: Request version from which SEND's ``maxReconsumeTimes`` is honoured (V3_4_9).
 V3_4_9: Final = 121
@@ -116,31 +107,6 @@ _MULTI_TAGS: Final = sysflag.MULTI_TAGS_FLAG
 _ANY_HOST: Final = bytes(8)
 _new: Final = tuple.__new__
 """Builds a named tuple without its ``__new__``, a Python function: 0.1 us less each."""
-
-
-PrepareRun: TypeAlias = Callable[
-    [Sequence[RemotingCommand], Callable[[RemotingCommand, bool], Ready | RemotingCommand],
-     dict[str, PlainTopic], dict[str, TopicConfig], PlainRules, bytes,
-     list[Reply | None], list[tuple[int, Ready]], list[InnerMessage]],
-    None,
-]  # fmt: skip
-
-
-def compiled_prepare_plain() -> PreparePlain | None:
-    """The compiled preparation of plain sends (``_prepare.pyx``), or None: not built, or
-    turned off."""
-    return typing.cast(
-        "PreparePlain | None",
-        accelerators.compiled("rocketkube.broker.processors._prepare", "prepare_plain"),
-    )
-
-
-def compiled_prepare_run() -> PrepareRun | None:
-    """The compiled preparation of a run of sends (``_prepare.pyx``), or None."""
-    return typing.cast(
-        "PrepareRun | None",
-        accelerators.compiled("rocketkube.broker.processors._prepare", "prepare_run"),
-    )
 
 
 class SendProcessor:
@@ -159,11 +125,13 @@ class SendProcessor:
             tuple(name.encode() for name in forced),
             PropertyName.WAIT.encode(),
             f"{PropertyName.CLUSTER}\x01{self._cluster}".encode("utf-8", "replace"),
+            RequestCode.SEND_MESSAGE,
         )
-        """What the compiled preparation is told of this broker (see :class:`PlainRules`)."""
-        self._plain = compiled_prepare_plain()
-        """Prepares a plain send as :meth:`_check` would, compiled; None: :meth:`_check`."""
-        self._prepare_run = compiled_prepare_run()
+        """What a plain send's preparation is told of this broker (see :class:`PlainRules`)."""
+        layout = records.implementation()
+        self._plain = layout.prepare_plain
+        """Prepares a plain send as :meth:`_check` would (None: not plain, :meth:`_check`)."""
+        self._prepare_run = layout.prepare_run
         """A run's preparation with ``_plain`` (the others by :meth:`_check`)."""
         self._answers = SendAnswers(ctx)
         self._fail = self._answers.fail
@@ -209,11 +177,10 @@ class SendProcessor:
         self, conn: Connection, requests: Sequence[RemotingCommand]
     ) -> list[Reply | None]:
         replies: list[Reply | None] = []  # None: ready, answered once stored
-        ready: list[tuple[int, Ready]] = []
+        ready: list[tuple[int, PreparedSend]] = []
         messages: list[InnerMessage] = []
-        run = self._prepare_run if self._plain is not None and self._writable_master() else None
-        if run is not None:
-            run(
+        if self._writable_master():
+            self._prepare_run(
                 requests, functools.partial(self._check, conn), self._plain_topics,
                 self._topics.table, self._rules, self._born_host(conn.remote_address),
                 replies, ready, messages,
@@ -221,7 +188,7 @@ class SendProcessor:
         else:
             for req in requests:
                 prepared = self._prepare(conn, req, req.code != RequestCode.SEND_MESSAGE)
-                if isinstance(prepared, Ready):
+                if isinstance(prepared, PreparedSend):
                     ready.append((len(replies), prepared))
                     messages += prepared.messages
                     replies.append(None)
@@ -273,11 +240,10 @@ class SendProcessor:
             return reply
         return _after(routes, reply)
 
-    def _prepare(self, conn: Connection, req: RemotingCommand, v2: bool) -> Ready | RemotingCommand:
+    def _prepare(self, conn: Connection, req: RemotingCommand, v2: bool) -> PreparedSend | RemotingCommand:
         """Check a send and build its store messages; a response when it is refused."""
-        plain = self._plain
-        if plain is not None and self._writable_master():
-            ready = plain(
+        if self._writable_master():
+            ready = self._plain(
                 req, v2, self._plain_topics, self._topics.table, self._rules,
                 self._born_host(conn.remote_address),
             )  # fmt: skip
@@ -286,10 +252,10 @@ class SendProcessor:
         return self._check(conn, req, v2)
 
     def _writable_master(self) -> bool:
-        """Sends can be stored here: the compiled preparation checks nothing of the broker."""
+        """Sends can be stored here: a plain send's preparation checks nothing of the broker."""
         return not self._is_slave and bool(self.ctx.permission & _W)
 
-    def _check(self, conn: Connection, req: RemotingCommand, v2: bool) -> Ready | RemotingCommand:
+    def _check(self, conn: Connection, req: RemotingCommand, v2: bool) -> PreparedSend | RemotingCommand:
         """:meth:`_prepare` in Python: every send, every refusal."""
         started = time.perf_counter()
         try:
@@ -348,7 +314,7 @@ class SendProcessor:
         queue_id: int,
         born_host: bytes,
         started: float,
-    ) -> Ready | RemotingCommand:
+    ) -> PreparedSend | RemotingCommand:
         props = decode_properties(h.properties) if h.properties else {}
         wait = props.pop("WAIT", None)
         topic = h.topic
@@ -405,7 +371,7 @@ class SendProcessor:
             _new(DispatchHints, (get("TAGS"), get("KEYS"), get("UNIQ_KEY"))),
         )
         wait_flush = wait is None or wait.lower() == "true"
-        return _new(Ready, ((message,), store_topic, queue_id, len(body), wait_flush, started))
+        return _new(PreparedSend, ((message,), store_topic, queue_id, len(body), wait_flush, started))
 
     def _prepare_batch(
         self,
@@ -415,13 +381,13 @@ class SendProcessor:
         born_host: bytes,
         body: bytes | bytearray | memoryview,
         started: float,
-    ) -> Ready | RemotingCommand:
+    ) -> PreparedSend | RemotingCommand:
         sys_flag = h.sys_flag | _MULTI_TAGS if state.multi_tag else h.sys_flag
         try:
             batch = send_batch.batch_messages(h, queue_id, sys_flag, born_host, body, self._cluster)
         except send_batch.BatchRefused as exc:
             return self._fail(ResponseCode.MESSAGE_ILLEGAL, str(exc))
-        return Ready(batch.messages, h.topic, queue_id, batch.body_bytes, batch.wait_store, started)
+        return PreparedSend(batch.messages, h.topic, queue_id, batch.body_bytes, batch.wait_store, started)
 
     # -- topics, groups, hosts -----------------------------------------------------------
 
@@ -458,7 +424,7 @@ class SendProcessor:
         return state
 
     def _remember_plain(self, topic: str, state: TopicState) -> None:
-        """Tell the compiled preparation what a plain send to ``topic`` may do now."""
+        """Tell a plain send's preparation what a send to ``topic`` may do now."""
         plain = state.plain()
         topics = self._plain_topics
         if plain is None:

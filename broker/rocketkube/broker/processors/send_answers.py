@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from typing import Final
 
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.processors.send_state import Ready, Waiting
+from rocketkube.broker.processors.send_state import Waiting
 from rocketkube.broker.settings import BrokerRole
 from rocketkube.broker.store import AppendResult, PutResult, PutStatus
+from rocketkube.broker.store.records import PreparedSend
 from rocketkube.common.protocol.send_headers import MSG_REGION, TRACE_ON
 from rocketkube.common.remoting.codes import ResponseCode
 from rocketkube.common.remoting.command import FLAG_RESPONSE, RemotingCommand
@@ -51,7 +52,7 @@ _PUT_FAILURES: Final = {
 
 def stored_answers(
     appended: Sequence[AppendResult],
-    ready: list[tuple[int, Ready]],
+    ready: list[tuple[int, PreparedSend]],
     replies: list[Reply | None],
     template: ResponseTemplate,
     now: float,
@@ -132,7 +133,7 @@ class SendAnswers:
         """A SYNC_MASTER answers a send once a slave has it."""
         return self._replicas is not None
 
-    def alone(self, result: PutResult, ready: Ready) -> Reply:
+    def alone(self, result: PutResult, ready: PreparedSend) -> Reply:
         """:meth:`one` for a send stored on its own."""
         group = DeferredGroup()
         waiting = Waiting(result)
@@ -146,7 +147,7 @@ class SendAnswers:
         result: PutResult,
         first: int,
         end: int,
-        ready: Ready,
+        ready: PreparedSend,
         group: DeferredGroup,
         waiting: Waiting,
     ) -> Reply:
@@ -187,7 +188,7 @@ class SendAnswers:
     def now(
         self,
         appended: Sequence[AppendResult],
-        ready: list[tuple[int, Ready]],
+        ready: list[tuple[int, PreparedSend]],
         replies: list[Reply | None],
     ) -> None:
         """:meth:`one` for a stored run that waits for nothing (no flush to wait for,

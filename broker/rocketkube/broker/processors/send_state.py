@@ -1,20 +1,21 @@
-"""What the send path (:mod:`.send`) carries between its stages: a topic's cached checks,
-a checked send ready for the store, and the stored sends waiting for their flush."""
+"""What the send path (:mod:`.send`) carries between its stages: a topic's cached checks
+and the stored sends waiting for their flush (a checked send is a
+:class:`~rocketkube.broker.store.records.PreparedSend`)."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
-from typing import Final, NamedTuple
+from typing import Final
 
 from rocketkube.broker import topics as topic_names
-from rocketkube.broker.store import InnerMessage, PutResult
+from rocketkube.broker.store import PutResult
+from rocketkube.broker.store.records import PlainTopic
 from rocketkube.common.message import sysflag
 from rocketkube.common.protocol import permission
 from rocketkube.common.protocol.topic_config import TopicConfig
 from rocketkube.common.remoting.deferred import DeferredReply
 
-__all__ = ["PlainRules", "PlainTopic", "Ready", "TopicState", "Waiting"]
+__all__ = ["TopicState", "Waiting"]
 
 _RETRY: Final = topic_names.RETRY_GROUP_TOPIC_PREFIX
 
@@ -48,42 +49,6 @@ class TopicState:
             return -1
         self.next_queue = turn = self.next_queue + 1
         return turn % count
-
-
-class PlainTopic(NamedTuple):
-    """A topic that a plain send may go to with no check but its queue: writable, not a
-    retry topic. Handed to the compiled preparation, which trusts it while the topic's
-    config is ``config``."""
-
-    config: TopicConfig
-    queue_limit: int
-    """Queue ids below it are valid."""
-    sys_flag: int
-    """Bits added to every message's sys flag (MULTI_TAGS)."""
-
-
-class PlainRules(NamedTuple):
-    """What the compiled preparation of a plain send is told of the broker, once."""
-
-    forced: tuple[bytes, ...]
-    """Property names whose sends the Python code decides (DELAY, TRAN_MSG, CLUSTER)."""
-    dropped: bytes
-    """The property not stored (WAIT): its value says whether to wait for the flush."""
-    cluster_entry: bytes
-    """``CLUSTER\x01<cluster>`` in UTF-8, appended to every stored message's properties."""
-
-
-class Ready(NamedTuple):
-    """A checked send, its store messages built, waiting for ``put_messages``."""
-
-    messages: Sequence[InnerMessage]
-    topic: str
-    """The topic its stats are counted under."""
-    queue_id: int
-    """The queue the response names."""
-    body_bytes: int
-    wait_flush: bool
-    started: float
 
 
 class Waiting:

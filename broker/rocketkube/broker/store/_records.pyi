@@ -1,10 +1,22 @@
 """Types of the compiled store records (``_records.pyx``): the API of ``records``."""
 
 from collections.abc import Sequence
+from typing import Any
 
 from rocketkube.broker.store import model
-from rocketkube.broker.store.records import IndexKeys, Keyed, QueueRun, TagsCode
+from rocketkube.broker.store.records import (
+    Check,
+    IndexKeys,
+    Keyed,
+    PlainRules,
+    PlainTopic,
+    PreparedSend,
+    QueueRun,
+    TagsCode,
+)
 from rocketkube.common.message.record import WritableBuffer
+from rocketkube.common.protocol.topic_config import TopicConfig
+from rocketkube.common.remoting.command import RemotingCommand
 
 def records_size(
     messages: Sequence[model.InnerMessage], topics: dict[str, bytes], fixed: int, max_body: int
@@ -46,3 +58,22 @@ def put_index_entries(
     begin_ts: int,
     dirty: set[int] | None,
 ) -> tuple[int, int, int]: ...
+def prepare_plain(
+    request: RemotingCommand,
+    v2: bool,
+    topics: dict[str, PlainTopic],
+    configs: dict[str, TopicConfig],
+    rules: PlainRules,
+    born_host: bytes,
+) -> PreparedSend | None: ...
+def prepare_run(
+    requests: Sequence[RemotingCommand],
+    check: Check,
+    topics: dict[str, PlainTopic],
+    configs: dict[str, TopicConfig],
+    rules: PlainRules,
+    born_host: bytes,
+    replies: list[Any],
+    ready: list[tuple[int, PreparedSend]],
+    messages: list[model.InnerMessage],
+) -> None: ...

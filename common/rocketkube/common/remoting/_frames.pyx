@@ -783,7 +783,7 @@ include "_slotted.pxi"
 
 cdef Slotted _HELD = Slotted(_DeferredReply, ("_reply", "_resolved"))
 cdef Slotted _ANSWER = Slotted(_TEMPLATED, ("_template", "_values"))
-cdef Slotted _SCANNED = Slotted(_ScannedRequest, ("_names", "_values"))
+cdef Slotted _SCANNED = Slotted(_ScannedRequest, ("header_names", "header_values"))
 cdef Slotted _COMMAND = Slotted(_RemotingCommand, ("code", "opaque", "flag", "language", "version", "remark",
                                       "ext_fields", "body", "serialize_type"))
 

@@ -351,29 +351,31 @@ SEND_CODES: Final = frozenset(
 class ScannedRequest(RemotingCommand):
     """A send request as the compiled frame scan leaves it when every extFields name is
     one letter (``SEND_MESSAGE_V2``'s ``a``..``m``): the names (a str, one letter each) and
-    the values (already decoded) kept side by side, and made the ``ext_fields`` dict only
-    when that is first read. The compiled preparation of a plain send reads the values
+    the values (already decoded) kept side by side in :attr:`header_names` and
+    :attr:`header_values`, and made the ``ext_fields`` dict only when that is first read
+    (``header_values`` is None from then on). A plain send's preparation reads the values
     where they are, so the hot path never builds a dict per message; anything else sees an
     ordinary command (the same fields, in the same order, as the Python decoder gives)."""
 
-    __slots__ = ("_names", "_values")
-    _names: str
-    _values: list[str]
+    __slots__ = ("header_names", "header_values")
+    header_names: str
+    header_values: list[str] | None
 
     # A property over the inherited slot, not __getattr__: that would slow down every other
     # attribute read of the command.
     @property
     def ext_fields(self) -> dict[str, str]:
-        try:
-            ext: dict[str, str] = _EXT_FIELDS.__get__(self)
-        except AttributeError:
-            ext = dict(zip(self._names, self._values, strict=True))
-            _EXT_FIELDS.__set__(self, ext)
+        values = self.header_values
+        if values is not None:
+            _EXT_FIELDS.__set__(self, dict(zip(self.header_names, values, strict=True)))
+            self.header_values = None
+        ext: dict[str, str] = _EXT_FIELDS.__get__(self)
         return ext
 
     @ext_fields.setter
     def ext_fields(self, value: dict[str, str]) -> None:
         _EXT_FIELDS.__set__(self, value)
+        self.header_values = None
 
 
 class TemplatedResponse(RemotingCommand):

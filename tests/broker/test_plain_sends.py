@@ -1,13 +1,17 @@
-"""The compiled preparation of plain sends (``_prepare.pyx``) gives what ``_prepare`` gives.
+"""A plain send's preparation (``records.prepare_plain``, in Python and compiled) gives
+what the send path's Python checks (``SendProcessor._check``) give.
 
-Each request goes through a processor with the kernel and one without: a plain send
-yields the same store message and answer details from both; any other (batches, retry
-topics, delay or transaction properties, repeated or malformed properties, lenient
-integers, unknown topics, bad queues) is left to the Python path (the kernel returns
-None), so the outcome is the Python path's by construction.
+Each request goes through a processor with the preparation and one without it: a plain
+send yields the same store message and answer details from both; any other (batches,
+retry topics, delay or transaction properties, repeated or malformed properties, lenient
+integers, unknown topics, bad queues) is left to the checks (the preparation returns
+None), so the outcome is theirs by construction. Every test runs with the Python module
+and, when it was built, the compiled one.
 """
 
 from __future__ import annotations
+
+import typing
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,20 +19,42 @@ from hypothesis import strategies as st
 
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.processors import send
-from rocketkube.broker.processors.send_state import Ready
-from rocketkube.broker.store import InnerMessage
+from rocketkube.broker.store import InnerMessage, records
+from rocketkube.broker.store.records import PreparedSend as Ready
 from rocketkube.common.protocol.topic_config import TopicConfig
 from rocketkube.common.remoting import frame
 from rocketkube.common.remoting.codes import RequestCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection
 
-PLAIN = send.compiled_prepare_plain()
-pytestmark = [
-    pytest.mark.compiled,
-    pytest.mark.skipif(PLAIN is None, reason="accelerators not built"),
-]
+_COMPILED = records.compiled()
+LAYOUTS = [pytest.param(typing.cast("records.Implementation", records), id="python")]
+if _COMPILED is not None:
+    LAYOUTS.append(pytest.param(_COMPILED, id="compiled", marks=pytest.mark.compiled))
 TOPIC = "PlainTopic"
+
+
+@pytest.fixture(params=LAYOUTS)
+def layout(request: pytest.FixtureRequest) -> records.Implementation:
+    """The records module under test: the Python one, or the compiled one."""
+    return typing.cast("records.Implementation", request.param)
+
+
+def _never(*_: object) -> None:
+    """A preparation that finds no send plain: every one goes through the checks."""
+    return None
+
+
+def processor_pair(
+    context: BrokerContext, layout: records.Implementation
+) -> tuple[send.SendProcessor, send.SendProcessor]:
+    """A processor preparing plain sends with ``layout`` and one with the checks only."""
+    with_layout = send.SendProcessor(context)
+    with_layout._plain = layout.prepare_plain
+    with_layout._prepare_run = layout.prepare_run
+    checks_only = send.SendProcessor(context)
+    checks_only._plain = _never
+    return with_layout, checks_only
 
 
 class _Peer(Connection):
@@ -76,20 +102,18 @@ def outcome(ready: Ready | RemotingCommand) -> tuple[object, ...]:
 
 
 @pytest.fixture
-def processors(context: BrokerContext) -> tuple[send.SendProcessor, send.SendProcessor]:
-    """A processor with the kernel and one with the Python path only; the topic known."""
+def processors(
+    context: BrokerContext, layout: records.Implementation
+) -> tuple[send.SendProcessor, send.SendProcessor]:
+    """A processor with the preparation and one with the checks only; the topic known."""
     context.topics.update(TopicConfig(TOPIC, read_queue_nums=8, write_queue_nums=8))
-    compiled = send.SendProcessor(context)
-    python = send.SendProcessor(context)
-    python._plain = None
-    return compiled, python
+    return processor_pair(context, layout)
 
 
 def kernel(processor: send.SendProcessor, request: RemotingCommand, v2: bool) -> Ready | None:
-    """What the kernel alone makes of ``request`` with ``processor``'s topic states."""
-    assert PLAIN is not None
+    """What the preparation alone makes of ``request`` with ``processor``'s topic states."""
     topics, configs = processor._plain_topics, processor._topics.table
-    return PLAIN(request, v2, topics, configs, processor._rules, bytes(8))
+    return processor._plain(request, v2, topics, configs, processor._rules, bytes(8))
 
 
 def prepare(
@@ -101,7 +125,6 @@ def prepare(
     peer = _Peer()
     body = memoryview(b"hello world")
     v2 = code != RequestCode.SEND_MESSAGE
-    assert PLAIN is not None
     primer = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2_fields(), body)
     compiled._prepare(peer, primer, True)  # the topic's state cached
     request = RemotingCommand.request(code, dict(ext), body)
@@ -131,7 +154,7 @@ def test_a_plain_send_is_prepared_alike(
 ) -> None:
     compiled, python, alone = prepare(processors, fields, code)
     assert compiled == python
-    assert alone is not None, "a plain send is the kernel's"
+    assert alone is not None, "a plain send is the preparation's"
 
 
 @pytest.mark.parametrize(
@@ -167,10 +190,12 @@ def test_any_other_send_is_left_to_python(
     assert alone is None
 
 
-def test_a_send_without_a_queue_is_left_to_python(context: BrokerContext) -> None:
+def test_a_send_without_a_queue_is_left_to_python(
+    context: BrokerContext, layout: records.Implementation
+) -> None:
     """The broker picks its queue, round robin from a random start per topic state."""
     context.topics.update(TopicConfig(TOPIC, read_queue_nums=8, write_queue_nums=8))
-    processor = send.SendProcessor(context)
+    processor, _ = processor_pair(context, layout)
     request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2_fields(e="-1"), b"b")
     first = processor._prepare(_Peer(), request, True)
     assert isinstance(first, Ready)
@@ -187,15 +212,13 @@ def test_a_send_without_a_queue_is_left_to_python(context: BrokerContext) -> Non
     ],
 )
 def test_a_changed_topic_is_decided_again_in_python_first(
-    context: BrokerContext, changed: TopicConfig, plain: bool
+    context: BrokerContext, layout: records.Implementation, changed: TopicConfig, plain: bool
 ) -> None:
     """The topic rules handed to the compiled preparation hold for the config they were
     made of: once the topic changes, the next send goes through the Python checks, which
     hand it the new rules (none for a topic that is not writable)."""
     context.topics.update(TopicConfig(TOPIC, read_queue_nums=8, write_queue_nums=8))
-    processor = send.SendProcessor(context)
-    python = send.SendProcessor(context)
-    python._plain = None
+    processor, python = processor_pair(context, layout)
     peer = _Peer()
 
     def request() -> RemotingCommand:
@@ -224,12 +247,10 @@ _text = st.text(alphabet=st.sampled_from("ab\x01\x02WAITGSKEYUNQ_é1"), max_size
     max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )  # one topic for all
 @given(properties=_text, queue=st.sampled_from(["0", "7", "-0", "007", "9", "1a"]))
-def test_any_properties_are_prepared_alike(context: BrokerContext, properties: str,
-                                           queue: str) -> None:  # fmt: skip
+def test_any_properties_are_prepared_alike(context: BrokerContext, layout: records.Implementation,
+                                           properties: str, queue: str) -> None:  # fmt: skip
     context.topics.update(TopicConfig(TOPIC, read_queue_nums=8, write_queue_nums=8))
-    compiled = send.SendProcessor(context)
-    python = send.SendProcessor(context)
-    python._plain = None
+    compiled, python = processor_pair(context, layout)
     ext = v2_fields(i=properties, e=queue)
     results, _, _ = prepare((compiled, python), ext, RequestCode.SEND_MESSAGE_V2)
     assert results == prepare((python, compiled), ext, RequestCode.SEND_MESSAGE_V2)[0]
@@ -239,9 +260,8 @@ def test_a_mixed_run_is_prepared_alike(
     processors: tuple[send.SendProcessor, send.SendProcessor],
 ) -> None:
     """``prepare_run`` over plain and other sends gives what ``_prepare`` gives each."""
-    run_kernel = send.compiled_prepare_run()
-    assert run_kernel is not None
     compiled, python = processors
+    run_kernel = compiled._prepare_run
     peer = _Peer()
     mixed = [
         v2_fields(), v2_fields(e="8"), v2_fields(m="true"), v2_fields(b="Auto"),
@@ -257,7 +277,7 @@ def test_a_mixed_run_is_prepared_alike(
     messages: list[InnerMessage] = []
     run_kernel(requests(), lambda r, v2: compiled._check(peer, r, v2), compiled._plain_topics,
                compiled._topics.table, compiled._rules, compiled._born_host(peer.remote_address),
-               replies, ready, messages)  # type: ignore[arg-type]  # fmt: skip
+               replies, ready, messages)  # fmt: skip
     expected = [python._prepare(peer, r, True) for r in requests()]
     assert [i for i, _ in ready] == [i for i, e in enumerate(expected) if isinstance(e, Ready)]
     assert [outcome(one) for _, one in ready] == [
@@ -281,14 +301,11 @@ def scanned(ext: dict[str, str], body: bytes) -> tuple[RemotingCommand, Remoting
 
 
 def unmade(request: RemotingCommand) -> bool:
-    """Whether ``request``'s ext_fields is still unset (a ScannedRequest's, unread)."""
-    try:
-        RemotingCommand.ext_fields.__get__(request)  # type: ignore[attr-defined,misc]
-    except AttributeError:
-        return True
-    return False
+    """Whether ``request``'s ext_fields dict is still unmade (a ScannedRequest's, unread)."""
+    return isinstance(request, frame.ScannedRequest) and request.header_values is not None
 
 
+@pytest.mark.compiled
 @pytest.mark.parametrize(
     "ext",
     [
@@ -320,6 +337,7 @@ def test_a_scanned_send_is_prepared_from_its_values_alike(
     assert list(request.ext_fields) == list(decoded.ext_fields)
 
 
+@pytest.mark.compiled
 def test_only_one_letter_names_of_sends_are_left_unmade() -> None:
     request, decoded = scanned({**v2_fields(), "zz": "1"}, b"x")
     assert type(request) is RemotingCommand
