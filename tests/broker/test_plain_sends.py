@@ -40,7 +40,14 @@ def layout(request: pytest.FixtureRequest) -> records.Implementation:
     return typing.cast("records.Implementation", request.param)
 
 
-def _never(*_: object) -> None:
+def _never(
+    request: RemotingCommand,
+    v2: bool,
+    topics: dict[str, records.PlainTopic],
+    configs: dict[str, TopicConfig],
+    rules: records.PlainRules,
+    born_host: bytes,
+) -> None:
     """A preparation that finds no send plain: every one goes through the checks."""
     return None
 

@@ -6,8 +6,8 @@ run, the messages and body bytes tallied per topic."""
 from __future__ import annotations
 
 from rocketkube.broker.processors.send_answers import Reply, stored_answers, waited_answers
-from rocketkube.broker.store.records import PreparedSend as Ready
 from rocketkube.broker.store import AppendResult, InnerMessage
+from rocketkube.broker.store.records import PreparedSend as Ready
 from rocketkube.common.remoting.frame import ResponseTemplate, TemplatedResponse
 
 TEMPLATE = ResponseTemplate(0, {"MSG_REGION": "r", "TRACE_ON": "true"}, ("msgId", "queueId", "o"))

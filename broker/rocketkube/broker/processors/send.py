@@ -53,9 +53,8 @@ from __future__ import annotations
 import functools
 import inspect
 import time
-import typing
-from collections.abc import Callable, Sequence
-from typing import Final, TypeAlias
+from collections.abc import Sequence
+from typing import Final
 
 from rocketkube.broker import topics as topic_names
 from rocketkube.broker.context import BrokerContext, RoutePublisher
@@ -240,7 +239,9 @@ class SendProcessor:
             return reply
         return _after(routes, reply)
 
-    def _prepare(self, conn: Connection, req: RemotingCommand, v2: bool) -> PreparedSend | RemotingCommand:
+    def _prepare(
+        self, conn: Connection, req: RemotingCommand, v2: bool
+    ) -> PreparedSend | RemotingCommand:
         """Check a send and build its store messages; a response when it is refused."""
         if self._writable_master():
             ready = self._plain(
@@ -255,7 +256,9 @@ class SendProcessor:
         """Sends can be stored here: a plain send's preparation checks nothing of the broker."""
         return not self._is_slave and bool(self.ctx.permission & _W)
 
-    def _check(self, conn: Connection, req: RemotingCommand, v2: bool) -> PreparedSend | RemotingCommand:
+    def _check(
+        self, conn: Connection, req: RemotingCommand, v2: bool
+    ) -> PreparedSend | RemotingCommand:
         """:meth:`_prepare` in Python: every send, every refusal."""
         started = time.perf_counter()
         try:
@@ -371,7 +374,9 @@ class SendProcessor:
             _new(DispatchHints, (get("TAGS"), get("KEYS"), get("UNIQ_KEY"))),
         )
         wait_flush = wait is None or wait.lower() == "true"
-        return _new(PreparedSend, ((message,), store_topic, queue_id, len(body), wait_flush, started))
+        return _new(
+            PreparedSend, ((message,), store_topic, queue_id, len(body), wait_flush, started)
+        )
 
     def _prepare_batch(
         self,
@@ -387,7 +392,9 @@ class SendProcessor:
             batch = send_batch.batch_messages(h, queue_id, sys_flag, born_host, body, self._cluster)
         except send_batch.BatchRefused as exc:
             return self._fail(ResponseCode.MESSAGE_ILLEGAL, str(exc))
-        return PreparedSend(batch.messages, h.topic, queue_id, batch.body_bytes, batch.wait_store, started)
+        return PreparedSend(
+            batch.messages, h.topic, queue_id, batch.body_bytes, batch.wait_store, started
+        )
 
     # -- topics, groups, hosts -----------------------------------------------------------
 

@@ -159,7 +159,6 @@ class Implementation(Protocol):
         begin_ts: int, dirty: set[int] | None,
     ) -> tuple[int, int, int]: ...  # fmt: skip
 
-
     def prepare_plain(
         self, request: RemotingCommand, v2: bool, topics: dict[str, PlainTopic],
         configs: dict[str, TopicConfig], rules: PlainRules, born_host: bytes,
