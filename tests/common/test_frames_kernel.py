@@ -308,25 +308,6 @@ def test_one_decoder_decodes_thousands_of_short_strings_alike() -> None:
     alike(*chunks)
 
 
-def test_only_plain_slots_are_written_directly() -> None:
-    from rocketkube.common.remoting import _frames
-
-    class Plain:
-        __slots__ = ("a", "b")
-
-    class WithProperty(Plain):
-        @property
-        def c(self) -> int:
-            return 1
-
-    made = _frames.Slotted(Plain, ("b", "a"))
-    assert made.cls is Plain
-    with pytest.raises(TypeError, match="is not a slot"):
-        _frames.Slotted(WithProperty, ("a", "c"))
-    with pytest.raises(TypeError, match="is not a slot"):
-        _frames.Slotted(Plain, ("missing",))
-
-
 def test_resolved_replies_are_written_alike() -> None:
     held = frame.compiled_held_frames()
     assert held is not None

@@ -408,7 +408,8 @@ cdef dict _as_dict(tuple lettered):
     return ext
 
 
-cdef object _plain_header(const unsigned char *p, const unsigned char *end, _Cached *cache):
+cdef object _plain_header(const unsigned char *p, const unsigned char *end, _Cached *cache,
+                          object body):
     """The command of a JSON header in the subset this parser takes (an object of integer,
     string and extFields members) whose fields need nothing done; None for any other,
     which ``decode_json_header`` then decides with orjson."""
@@ -496,22 +497,10 @@ cdef object _plain_header(const unsigned char *p, const unsigned char *end, _Cac
             ext = _as_dict(<tuple>ext)
     elif ext is None:
         ext = {}
-    # A ScannedRequest keeps RemotingCommand's slots where they are: set through _COMMAND.
-    command = _SCANNED.new() if scanned else _COMMAND.new()
-    _COMMAND.set(command, 0, code)
-    _COMMAND.set(command, 1, opaque)
-    _COMMAND.set(command, 2, flag)
-    _COMMAND.set(command, 3, language)
-    _COMMAND.set(command, 4, version)
-    _COMMAND.set(command, 5, remark)
-    _COMMAND.set(command, 7, b"")
-    _COMMAND.set(command, 8, _JSON_TYPE)
-    if scanned:  # ext_fields left unset: made when first read
-        _SCANNED.set(command, 0, (<tuple>ext)[0])
-        _SCANNED.set(command, 1, (<tuple>ext)[1])
-    else:
-        _COMMAND.set(command, 6, ext)
-    return command
+    if scanned:  # the extFields dict made when first read
+        return _ScannedRequest(code, opaque, flag, language, version, remark,
+                               (<tuple>ext)[0], (<tuple>ext)[1], body)
+    return _RemotingCommand(code, opaque, flag, language, version, remark, ext, body)
 
 
 cdef class Scanner:
@@ -538,7 +527,7 @@ cdef class Scanner:
         memoryview) and where the first incomplete one starts."""
         cdef Py_buffer buf
         cdef const unsigned char *data
-        cdef Py_ssize_t size, pos = 0, end, header_len
+        cdef Py_ssize_t size, pos = 0, end, header_len, start
         cdef long length, word
         cdef list out = []
         PyObject_GetBuffer(view, &buf, PyBUF_SIMPLE)
@@ -560,15 +549,14 @@ cdef class Scanner:
                 header_len = word & 0xFFFFFF
                 command = None
                 if (word >> 24) & 0xFF == 0 and 4 + header_len <= length:
-                    command = _plain_header(data + pos + 8, data + pos + 8 + header_len,
-                                            self.cache)
+                    start = pos + 8 + header_len
+                    if end - start <= _COPIED_BODY:
+                        body = PyBytes_FromStringAndSize(<const char *>data + start, end - start)
+                    else:
+                        body = view[start:end]
+                    command = _plain_header(data + pos + 8, data + start, self.cache, body)
                 if command is None:
                     command = decode_frame(view[pos + 4 : end])
-                elif end - (pos + 8 + header_len) <= _COPIED_BODY:
-                    _COMMAND.set(command, 7, PyBytes_FromStringAndSize(
-                        <const char *>data + pos + 8 + header_len, end - (pos + 8 + header_len)))
-                else:
-                    _COMMAND.set(command, 7, view[pos + 8 + header_len : end])
                 out.append(command)
                 pos = end
         finally:
@@ -645,8 +633,8 @@ cdef bint _render(object reply, long long opaque, _Joined *joined) except -1:
     """Add the frame of a templated response answering ``opaque`` to ``joined``, as
     ``json_frame`` makes it; False (nothing added) when a value is neither a str nor an
     int, which ``json_frame`` then renders."""
-    cdef tuple parts = _ANSWER.get(reply, 0).parts
-    cdef tuple values = _ANSWER.get(reply, 1)
+    cdef tuple parts = reply.template.parts
+    cdef tuple values = reply.values
     cdef Py_ssize_t count = len(values), i, at = 8, size = 8 + 24, n
     cdef char *out
     if len(parts) != count + 2:
@@ -721,18 +709,9 @@ def templated_frames(requests, replies, list outbox):
         for i in range(count):
             request = requests[i]
             reply = replies[i]
-            if type(request) is _COMMAND.cls or type(request) is _ScannedRequest:
-                # a decoded request: its slots read directly (a subclass keeps them put)
-                serialize_type = _COMMAND.get(request, 8)
-                flag = _COMMAND.get(request, 2)
-                opaque_object = _COMMAND.get(request, 1)
-            else:
-                serialize_type = request.serialize_type
-                flag = request.flag
-                opaque_object = request.opaque
-            if type(reply) is _TEMPLATED and serialize_type is _JSON_TYPE:
-                if not flag & _ONEWAY:
-                    _write(&joined, reply, opaque_object)
+            if type(reply) is _TEMPLATED and request.serialize_type is _JSON_TYPE:
+                if not request.flag & _ONEWAY:
+                    _write(&joined, reply, request.opaque)
             else:
                 rest.append(i)
     finally:
@@ -741,7 +720,7 @@ def templated_frames(requests, replies, list outbox):
 
 
 def held_frames(replies, opaques, serializations, list outbox):
-    """``frame.held_frames``, compiled (each result read from its reply's slot)."""
+    """``frame.held_frames``, compiled."""
     cdef list rest = []
     cdef Py_ssize_t i, count = len(replies)
     cdef _Joined joined
@@ -750,14 +729,7 @@ def held_frames(replies, opaques, serializations, list outbox):
         raise ValueError("zip() arguments have different lengths")  # as strict=True
     try:
         for i in range(count):
-            reply = replies[i]
-            if type(reply) is _HELD.cls:
-                if not _HELD.get(reply, 1):
-                    result = reply.result()  # raises: not given yet
-                else:
-                    result = _HELD.get(reply, 0)
-            else:
-                result = reply.result()
+            result = replies[i].result()  # raises: not given yet
             if type(result) is _TEMPLATED and serializations[i] is _JSON_TYPE:
                 _write(&joined, result, opaques[i])
             else:
@@ -777,15 +749,6 @@ from rocketkube.common.remoting.frame import ScannedRequest as _ScannedRequest
 from rocketkube.common.remoting.frame import TemplatedResponse as _TEMPLATED
 from rocketkube.common.remoting.command import FLAG_RESPONSE as _FLAG_RESPONSE
 from rocketkube.common.remoting.command import RemotingCommand as _RemotingCommand
-from rocketkube.common.remoting.deferred import DeferredReply as _DeferredReply
-
-include "_slotted.pxi"
-
-cdef Slotted _HELD = Slotted(_DeferredReply, ("_reply", "_resolved"))
-cdef Slotted _ANSWER = Slotted(_TEMPLATED, ("_template", "_values"))
-cdef Slotted _SCANNED = Slotted(_ScannedRequest, ("header_names", "header_values"))
-cdef Slotted _COMMAND = Slotted(_RemotingCommand, ("code", "opaque", "flag", "language", "version", "remark",
-                                      "ext_fields", "body", "serialize_type"))
 
 _JSON_TYPE = _SerializeType.JSON
 cdef Py_ssize_t _COPIED_BODY = _COPIED_BODY_SIZE

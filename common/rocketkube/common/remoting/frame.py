@@ -357,24 +357,53 @@ class ScannedRequest(RemotingCommand):
     where they are, so the hot path never builds a dict per message; anything else sees an
     ordinary command (the same fields, in the same order, as the Python decoder gives)."""
 
-    __slots__ = ("header_names", "header_values")
+    __slots__ = ("_ext", "header_names", "header_values")
     header_names: str
     header_values: list[str] | None
 
-    # A property over the inherited slot, not __getattr__: that would slow down every other
-    # attribute read of the command.
-    @property
+    def __init__(
+        self,
+        code: int,
+        opaque: int = 0,
+        flag: int = 0,
+        language: str = "JAVA",
+        version: int = SERVER_VERSION,
+        remark: str | None = None,
+        header_names: str = "",
+        header_values: list[str] | None = None,
+        body: Body = b"",
+        serialize_type: codes.SerializeType = codes.SerializeType.JSON,
+        *,
+        ext_fields: dict[str, str] | None = None,
+    ) -> None:
+        """The scan gives the names and values; ``ext_fields`` (a copy made by
+        ``dataclasses.replace``) stands for them when given."""
+        self.code = code
+        self.opaque = opaque
+        self.flag = flag
+        self.language = language
+        self.version = version
+        self.remark = remark
+        self.body = body
+        self.serialize_type = serialize_type
+        self.header_names = header_names
+        self.header_values = header_values if ext_fields is None else None
+        self._ext = ext_fields
+
+    # A property that shadows the inherited field (which stays unset), not __getattr__:
+    # that would slow down every other attribute read of the command.
+    @property  # type: ignore[override]
     def ext_fields(self) -> dict[str, str]:
-        values = self.header_values
-        if values is not None:
-            _EXT_FIELDS.__set__(self, dict(zip(self.header_names, values, strict=True)))
+        ext = self._ext
+        if ext is None:
+            values = self.header_values or ()
+            ext = self._ext = dict(zip(self.header_names, values, strict=True))
             self.header_values = None
-        ext: dict[str, str] = _EXT_FIELDS.__get__(self)
         return ext
 
     @ext_fields.setter
     def ext_fields(self, value: dict[str, str]) -> None:
-        _EXT_FIELDS.__set__(self, value)
+        self._ext = value
         self.header_values = None
 
 
@@ -385,33 +414,33 @@ class TemplatedResponse(RemotingCommand):
     with every value, ``flag``...) are filled in on first use, for a binary-serialized
     answer or any other reader."""
 
-    __slots__ = ("_template", "_values")
+    __slots__ = ("template", "values")
 
     def __init__(self, template: ResponseTemplate, values: tuple[object, ...]) -> None:
         self.code = template.code
-        self._template = template
-        self._values = values
+        self.template = template
+        self.values = values
+        """The variable extFields' values, in the template's order."""
 
     def __getattr__(self, name: str) -> Any:
         # Only reached while a RemotingCommand field is still unset: set every unset one.
         if name not in _UNSET_DEFAULTS:
             raise AttributeError(name)
-        template = self._template
+        template = self.template
         for field, default in _UNSET_DEFAULTS.items():
-            slot = _SLOTS[field]
             try:
-                slot.__get__(self)
+                object.__getattribute__(self, field)
             except AttributeError:
                 if field == "ext_fields":
                     default = dict(template.fixed)
-                    default.update(zip(template.variable, map(str, self._values), strict=True))
-                slot.__set__(self, default)
-        return _SLOTS[name].__get__(self)
+                    default.update(zip(template.variable, map(str, self.values), strict=True))
+                setattr(self, field, default)
+        return object.__getattribute__(self, name)
 
     def json_frame(self, opaque: int) -> bytes:
         """The whole frame (length field included) answering the request ``opaque``: the
         bytes :func:`encode_bytes` makes of this command with that opaque, JSON-serialized."""
-        header = (self._template.header % (*self._values, opaque)).encode()
+        header = (self.template.header % (*self.values, opaque)).encode()
         return _HEAD.pack(4 + len(header), len(header)) + header
 
 
@@ -426,8 +455,6 @@ _UNSET_DEFAULTS: Final[dict[str, Any]] = {
     "body": b"",
     "serialize_type": codes.SerializeType.JSON,
 }
-_SLOTS: Final[dict[str, Any]] = {name: vars(RemotingCommand)[name] for name in _UNSET_DEFAULTS}
-_EXT_FIELDS: Final = _SLOTS["ext_fields"]
 
 
 class ResponseTemplate:
