@@ -308,8 +308,8 @@ def scanned(ext: dict[str, str], body: bytes) -> tuple[RemotingCommand, Remoting
 
 
 def unmade(request: RemotingCommand) -> bool:
-    """Whether ``request``'s ext_fields dict is still unmade (a ScannedRequest's, unread)."""
-    return isinstance(request, frame.ScannedRequest) and request.header_values is not None
+    """Whether ``request``'s ext_fields dict is still unmade (as the scan left it, unread)."""
+    return request.header_values is not None
 
 
 @pytest.mark.compiled
@@ -332,7 +332,6 @@ def test_a_scanned_send_is_prepared_from_its_values_alike(
     compiled._prepare(peer, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2_fields()),
                       True)  # fmt: skip  # the topic's state cached
     request, decoded = scanned(ext, b"hello")
-    assert isinstance(request, frame.ScannedRequest)
     assert unmade(request)
     ready = kernel(compiled, request, True)
     if ready is not None:
@@ -345,14 +344,18 @@ def test_a_scanned_send_is_prepared_from_its_values_alike(
 
 
 @pytest.mark.compiled
-def test_only_one_letter_names_of_sends_are_left_unmade() -> None:
+def test_only_one_letter_names_of_requests_are_left_unmade() -> None:
     request, decoded = scanned({**v2_fields(), "zz": "1"}, b"x")
     assert type(request) is RemotingCommand
+    assert not unmade(request)
     assert request.ext_fields == decoded.ext_fields
     request, _ = scanned({"a": "1", "b": "2"}, b"x")
-    assert type(request) is frame.ScannedRequest
+    assert type(request) is RemotingCommand
+    assert unmade(request)
     assert SCAN is not None
-    pull = frame.encode_bytes(RemotingCommand.request(RequestCode.PULL_MESSAGE, {"a": "1"}))
-    (command,), _ = SCAN(memoryview(pull), frame.MAX_FRAME_LENGTH, frame.decode_frame)
+    answer = RemotingCommand.response(0, ext_fields={"a": "1"})
+    (command,), _ = SCAN(memoryview(frame.encode_bytes(answer)), frame.MAX_FRAME_LENGTH,
+                         frame.decode_frame)  # fmt: skip
     assert type(command) is RemotingCommand
+    assert not unmade(command), "a response's extFields are a dict at once"
     assert command.ext_fields == {"a": "1"}

@@ -245,4 +245,4 @@ def test_templated_response_fills_its_fields_on_first_read() -> None:
     one.ext_fields["r"] = "changed"
     assert two.ext_fields == {"r": "x", "a": "6"}
     with pytest.raises(AttributeError):
-        _ = one.no_such_field
+        _ = one.no_such_field  # type: ignore[attr-defined]

@@ -36,7 +36,6 @@ from rocketkube.broker.store.model import AppendResult as _AppendResult
 from rocketkube.broker.store.model import DispatchHints as _DispatchHints
 from rocketkube.broker.store.model import InnerMessage as _InnerMessage
 from rocketkube.broker.store.records import PreparedSend as _PreparedSend
-from rocketkube.common.remoting.frame import ScannedRequest as _ScannedRequest
 from rocketkube.common.message import record as _record
 from rocketkube.common.message import sysflag as _sysflag
 
@@ -712,7 +711,7 @@ cdef object _plain(
     cdef Py_ssize_t pos = 0
     cdef long letter
     memset(found, 0, sizeof(found))
-    values = request.header_values if type(request) is _ScannedRequest and v2 else None
+    values = request.header_values if v2 else None
     if values is not None:
         # extFields not made yet: the values read where the scan left them, by letter
         # (the request holds them while this runs)

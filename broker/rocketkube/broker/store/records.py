@@ -42,7 +42,6 @@ from rocketkube.common import accelerators
 from rocketkube.common.message import record, sysflag
 from rocketkube.common.protocol.topic_config import TopicConfig
 from rocketkube.common.remoting.command import RemotingCommand
-from rocketkube.common.remoting.frame import ScannedRequest
 
 __all__ = [
     "INDEX_ENTRY",
@@ -407,9 +406,9 @@ def _header_values(request: RemotingCommand, v2: bool) -> list[object] | None:
     """The 13 send header values by position (None where absent), or None when the
     header is not one this preparation reads."""
     found: list[object] = [None] * _FIELDS
-    values = request.header_values if type(request) is ScannedRequest and v2 else None
+    values = request.header_values if v2 else None
     if values is not None:
-        names = request.header_names  # type: ignore[attr-defined]
+        names = request.header_names
         if type(names) is not str or type(values) is not list or len(names) != len(values):
             return None
         for name, value in zip(names, values, strict=True):

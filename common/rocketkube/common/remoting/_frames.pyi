@@ -1,10 +1,11 @@
-"""Types of the compiled frame scan (``_frames.pyx``)."""
+"""Types of the compiled frame module (``_frames.pyx``): the API of its Python siblings."""
 
 from collections.abc import Callable, Sequence
 
 from rocketkube.common.remoting import codes
-from rocketkube.common.remoting.command import RemotingCommand
+from rocketkube.common.remoting.command import RemotingCommand as RemotingCommand
 from rocketkube.common.remoting.deferred import DeferredReply
+from rocketkube.common.remoting.frame import TemplatedResponse as TemplatedResponse
 
 class Scanner:
     def __call__(
@@ -19,11 +20,6 @@ def templated_frames(
     replies: Sequence[object],
     outbox: list[bytes | bytearray | memoryview],
 ) -> list[int]: ...
-
-class Slotted:
-    cls: type
-    def __init__(self, cls: type, names: tuple[str, ...]) -> None: ...
-
 def held_frames(
     replies: Sequence[DeferredReply],
     opaques: Sequence[int],

@@ -31,6 +31,178 @@ from libc.string cimport memchr, memcmp, memcpy, memset
 
 include "_bigendian.pxi"
 
+from struct import Struct as _Struct
+
+from rocketkube.common.errors import FrameTooLargeError as _FrameTooLargeError
+from rocketkube.common.errors import ProtocolError as _ProtocolError
+from rocketkube.common.remoting import codes as _codes
+
+_JSON_TYPE = _codes.SerializeType.JSON
+_HEAD = _Struct(">ii")
+cdef Py_ssize_t _COPIED_BODY = _codes.COPIED_BODY
+cdef long _ONEWAY = _codes.FLAG_ONEWAY
+cdef long _RESPONSE = _codes.FLAG_RESPONSE
+_SERVER_VERSION = _codes.SERVER_VERSION
+_SUCCESS = _codes.ResponseCode.SUCCESS
+
+
+# -- the command types --------------------------------------------------------------------
+
+cdef object _UNGIVEN = object()  # ext_fields not given: a new dict, as the dataclass's factory
+
+
+cdef class RemotingCommand:
+    """``command.PyRemotingCommand`` compiled: the same fields, methods, equality and
+    repr. The scan below may make one with its extFields still as :attr:`header_names`
+    (a str of one letter each) and :attr:`header_values` (a list), the dict made when
+    ``ext_fields`` is first read (``header_values`` is None from then on)."""
+
+    cdef public object code, opaque, flag, language, version, remark, body, serialize_type
+    cdef object _ext
+    cdef readonly object header_names
+    cdef readonly object header_values
+
+    def __init__(self, code, opaque=0, flag=0, language="JAVA", version=_SERVER_VERSION,
+                 remark=None, ext_fields=_UNGIVEN, body=b"", serialize_type=_JSON_TYPE):
+        self.code = code
+        self.opaque = opaque
+        self.flag = flag
+        self.language = language
+        self.version = version
+        self.remark = remark
+        self._ext = {} if ext_fields is _UNGIVEN else ext_fields
+        self.body = body
+        self.serialize_type = serialize_type
+        self.header_names = ""
+        self.header_values = None
+
+    @property
+    def ext_fields(self):
+        if self.header_values is not None:
+            self._ext = _as_dict(self.header_names, self.header_values)
+            self.header_values = None
+        return self._ext
+
+    @ext_fields.setter
+    def ext_fields(self, value):
+        self._ext = value
+        self.header_values = None
+
+    @property
+    def is_response(self):
+        return bool(self.flag & _RESPONSE)
+
+    @property
+    def is_oneway(self):
+        return bool(self.flag & _ONEWAY)
+
+    @classmethod
+    def request(cls, code, ext_fields=None, body=b"", *, oneway=False, language="PYTHON"):
+        return cls(code=code, flag=_ONEWAY if oneway else 0,
+                   ext_fields=ext_fields if ext_fields is not None else {}, body=body,
+                   language=language)
+
+    @classmethod
+    def response(cls, code=_SUCCESS, remark=None, ext_fields=None, body=b""):
+        """A response; the dispatcher fills in the opaque of the request it answers."""
+        return cls(code=code, flag=_RESPONSE, remark=remark,
+                   ext_fields=ext_fields if ext_fields is not None else {}, body=body)
+
+    def body_bytes(self):
+        return self.body if isinstance(self.body, bytes) else bytes(self.body)
+
+    def _fields(self):
+        return (self.code, self.opaque, self.flag, self.language, self.version, self.remark,
+                self.ext_fields, self.body, self.serialize_type)
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._fields() == (<RemotingCommand>other)._fields()
+
+    def __ne__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._fields() != (<RemotingCommand>other)._fields()
+
+    __hash__ = None
+
+    def __repr__(self):
+        return (f"{type(self).__qualname__}(code={self.code!r}, opaque={self.opaque!r}, "
+                f"flag={self.flag!r}, language={self.language!r}, version={self.version!r}, "
+                f"remark={self.remark!r}, ext_fields={self.ext_fields!r}, body={self.body!r}, "
+                f"serialize_type={self.serialize_type!r})")
+
+    def __reduce__(self):
+        return (type(self), self._fields())
+
+
+cdef RemotingCommand _scanned(object code, object opaque, object flag, object language,
+                              object version, object remark, object ext, object body):
+    """A command of the scan: ``ext`` is the extFields dict, or ``(names, values)``."""
+    cdef RemotingCommand made = RemotingCommand.__new__(RemotingCommand)
+    made.code = code
+    made.opaque = opaque
+    made.flag = flag
+    made.language = language
+    made.version = version
+    made.remark = remark
+    made.body = body
+    made.serialize_type = _JSON_TYPE
+    if type(ext) is tuple:
+        made._ext = None
+        made.header_names = (<tuple>ext)[0]
+        made.header_values = (<tuple>ext)[1]
+    else:
+        made._ext = ext
+        made.header_names = ""
+        made.header_values = None
+    return made
+
+
+cdef class TemplatedResponse(RemotingCommand):
+    """``template.PyTemplatedResponse`` compiled: a response of a ``ResponseTemplate``
+    and the values of its variable extFields, whose ``ext_fields`` dict is made when first
+    read; the connection writes its JSON frame from the template's parts."""
+
+    cdef readonly object template
+    cdef readonly tuple values
+
+    def __init__(self, template, tuple values):
+        self.code = template.code
+        self.opaque = 0
+        self.flag = _RESPONSE
+        self.language = "JAVA"
+        self.version = _SERVER_VERSION
+        self.remark = None
+        self._ext = None
+        self.body = b""
+        self.serialize_type = _JSON_TYPE
+        self.header_names = ""
+        self.header_values = None
+        self.template = template
+        self.values = values
+
+    @property
+    def ext_fields(self):
+        if self._ext is None:
+            ext = dict(self.template.fixed)
+            ext.update(zip(self.template.variable, map(str, self.values), strict=True))
+            self._ext = ext
+        return self._ext
+
+    @ext_fields.setter
+    def ext_fields(self, value):
+        self._ext = value
+
+    def json_frame(self, opaque):
+        """The whole frame (length field included) answering the request ``opaque``."""
+        header = (self.template.header % (*self.values, opaque)).encode()
+        return _HEAD.pack(4 + len(header), len(header)) + header
+
+    def __reduce__(self):
+        return (type(self), (self.template, self.values))
+
 
 
 cdef extern from *:
@@ -84,7 +256,6 @@ cdef extern from *:
     """
     Py_ssize_t rk_plain_run(const unsigned char *p, const unsigned char *end) noexcept
     unsigned int rk_short_hash(const unsigned char *text, Py_ssize_t n) noexcept
-    dict _PyDict_NewPresized(Py_ssize_t minused)
 
 
 cdef inline const unsigned char *_ws(const unsigned char *p, const unsigned char *end) noexcept:
@@ -333,7 +504,7 @@ DEF LETTERS_KEPT = 16
 cdef object _ext_fields(const unsigned char **at, const unsigned char *end, _Cached *cache):
     """The extFields object at ``*at``: a dict of strings; or, while every name is a
     distinct lowercase letter, ``(names, values)``: the letters as a str and the values
-    in a list, in order (see ``ScannedRequest``); None for anything else."""
+    in a list, in order (see ``RemotingCommand.header_values``); None for anything else."""
     cdef const unsigned char *p = _ws(at[0] + 1, end)
     cdef dict ext = None
     cdef list values = [None] * LETTERS_KEPT  # room for a send's 13, cut to size at the end
@@ -380,7 +551,7 @@ cdef object _ext_fields(const unsigned char **at, const unsigned char *end, _Cac
         else:
             if ext is None:  # the names so far go in first, in their order
                 del values[count:]
-                ext = _PyDict_NewPresized(16)  # a send's 13 without growing the table
+                ext = {}
                 for j in range(count):
                     ext[PyUnicode_FromOrdinal(<unsigned char>names[j])] = values[j]
             ext[PyUnicode_FromOrdinal(letter) if key is None else key] = value
@@ -397,11 +568,9 @@ cdef object _ext_fields(const unsigned char **at, const unsigned char *end, _Cac
         return None
 
 
-cdef dict _as_dict(tuple lettered):
-    """The extFields dict of ``(names, values)``."""
-    cdef str names = lettered[0]
-    cdef list values = lettered[1]
-    cdef dict ext = _PyDict_NewPresized(16) if len(values) > 5 else {}
+cdef dict _as_dict(str names, list values):
+    """The extFields dict of one-letter ``names`` and their ``values``."""
+    cdef dict ext = {}
     cdef Py_ssize_t j
     for j in range(len(values)):
         ext[names[j]] = values[j]
@@ -490,17 +659,11 @@ cdef object _plain_header(const unsigned char *p, const unsigned char *end, _Cac
             return None
     if _ws(p, end) != end or code is None:
         return None
-    scanned = False
-    if type(ext) is tuple:
-        scanned = code in _SEND_CODES and not flag & _RESPONSE
-        if not scanned:
-            ext = _as_dict(<tuple>ext)
+    if type(ext) is tuple and flag & _RESPONSE:
+        ext = _as_dict((<tuple>ext)[0], (<tuple>ext)[1])  # kept as they are for requests only
     elif ext is None:
         ext = {}
-    if scanned:  # the extFields dict made when first read
-        return _ScannedRequest(code, opaque, flag, language, version, remark,
-                               (<tuple>ext)[0], (<tuple>ext)[1], body)
-    return _RemotingCommand(code, opaque, flag, language, version, remark, ext, body)
+    return _scanned(code, opaque, flag, language, version, remark, ext, body)
 
 
 cdef class Scanner:
@@ -709,7 +872,7 @@ def templated_frames(requests, replies, list outbox):
         for i in range(count):
             request = requests[i]
             reply = replies[i]
-            if type(reply) is _TEMPLATED and request.serialize_type is _JSON_TYPE:
+            if type(reply) is TemplatedResponse and request.serialize_type is _JSON_TYPE:
                 if not request.flag & _ONEWAY:
                     _write(&joined, reply, request.opaque)
             else:
@@ -730,27 +893,10 @@ def held_frames(replies, opaques, serializations, list outbox):
     try:
         for i in range(count):
             result = replies[i].result()  # raises: not given yet
-            if type(result) is _TEMPLATED and serializations[i] is _JSON_TYPE:
+            if type(result) is TemplatedResponse and serializations[i] is _JSON_TYPE:
                 _write(&joined, result, opaques[i])
             else:
                 rest.append(i)
     finally:
         _flush(&joined, outbox)
     return rest
-
-
-from rocketkube.common.errors import FrameTooLargeError as _FrameTooLargeError
-from rocketkube.common.errors import ProtocolError as _ProtocolError
-from rocketkube.common.remoting.codes import SerializeType as _SerializeType
-from rocketkube.common.remoting.command import FLAG_ONEWAY as _FLAG_ONEWAY
-from rocketkube.common.remoting.frame import COPIED_BODY as _COPIED_BODY_SIZE
-from rocketkube.common.remoting.frame import SEND_CODES as _SEND_CODES
-from rocketkube.common.remoting.frame import ScannedRequest as _ScannedRequest
-from rocketkube.common.remoting.frame import TemplatedResponse as _TEMPLATED
-from rocketkube.common.remoting.command import FLAG_RESPONSE as _FLAG_RESPONSE
-from rocketkube.common.remoting.command import RemotingCommand as _RemotingCommand
-
-_JSON_TYPE = _SerializeType.JSON
-cdef Py_ssize_t _COPIED_BODY = _COPIED_BODY_SIZE
-cdef long _ONEWAY = _FLAG_ONEWAY
-cdef long _RESPONSE = _FLAG_RESPONSE

@@ -7,6 +7,21 @@ Numbers are those of Apache RocketMQ 4.9.8 (``RequestCode``, ``ResponseCode``,
 from __future__ import annotations
 
 import enum
+from typing import Final
+
+#: flag bit 0: the command is a response.
+FLAG_RESPONSE: Final = 0x1
+#: flag bit 1: the request expects no response.
+FLAG_ONEWAY: Final = 0x2
+
+#: What this implementation reports as its version: V4_9_8. Java clients read the
+#: heartbeat response's version and refuse SQL92 subscriptions below 232.
+SERVER_VERSION: Final = 409
+
+COPIED_BODY: Final = 480
+"""A decoded body of up to this many bytes is a copy (``bytes``), a larger one a view of
+the received bytes: a small copy costs less than a view, lets the read buffer go at once,
+and fits CPython's small-object allocator."""
 
 
 class SerializeType(enum.IntEnum):

@@ -3,22 +3,26 @@
 A command is header fields plus an opaque body. ``ext_fields`` always holds
 strings, whatever the peer sent (see :mod:`rocketkube.common.remoting.frame`),
 so processors and typed headers never see a JSON number or boolean.
+
+The class is the compiled one of ``_frames.pyx`` when that module is built and not
+turned off (``ROCKETKUBE_NO_EXTENSIONS``), else the dataclass here, its Python sibling of
+the same API. The compiled one may come from the frame scan with its extFields still as
+``header_names`` (one letter each) and ``header_values``, making the dict when
+``ext_fields`` is first read; the Python decoder always makes the dict (``header_values``
+is None).
 """
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from rocketkube.common import accelerators
 from rocketkube.common.remoting import codes
+from rocketkube.common.remoting.codes import FLAG_ONEWAY, FLAG_RESPONSE, SERVER_VERSION
 
-#: flag bit 0: the command is a response.
-FLAG_RESPONSE = 0x1
-#: flag bit 1: the request expects no response.
-FLAG_ONEWAY = 0x2
-
-#: What this implementation reports as its version: V4_9_8. Java clients read the
-#: heartbeat response's version and refuse SQL92 subscriptions below 232.
-SERVER_VERSION = 409
+__all__ = ["FLAG_ONEWAY", "FLAG_RESPONSE", "SERVER_VERSION", "Body", "RemotingCommand"]
 
 Body = bytes | bytearray | memoryview
 
@@ -34,6 +38,17 @@ class RemotingCommand:
     ext_fields: dict[str, str] = field(default_factory=dict)
     body: Body = b""
     serialize_type: codes.SerializeType = codes.SerializeType.JSON
+
+    @property
+    def header_names(self) -> str:
+        """The one-letter extFields names a compiled scan kept; always empty here."""
+        return ""
+
+    @property
+    def header_values(self) -> list[str] | None:
+        """The extFields values a compiled scan kept, by ``header_names``, while the dict
+        is not made; always None here (the dict is made at decoding)."""
+        return None
 
     @property
     def is_response(self) -> bool:
@@ -80,3 +95,16 @@ class RemotingCommand:
 
     def body_bytes(self) -> bytes:
         return self.body if isinstance(self.body, bytes) else bytes(self.body)
+
+
+PyRemotingCommand = RemotingCommand
+"""The Python implementation, whichever serves."""
+
+if not TYPE_CHECKING:
+    RemotingCommand = (
+        typing.cast(
+            "type[PyRemotingCommand] | None",
+            accelerators.compiled("rocketkube.common.remoting._frames", "RemotingCommand"),
+        )
+        or PyRemotingCommand
+    )

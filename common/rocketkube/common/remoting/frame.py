@@ -27,7 +27,7 @@ from __future__ import annotations
 import struct
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import orjson
 
@@ -38,16 +38,14 @@ from rocketkube.common.remoting.command import (
     FLAG_RESPONSE,
     SERVER_VERSION,
     Body,
+    PyRemotingCommand,
     RemotingCommand,
 )
 from rocketkube.common.remoting.deferred import DeferredReply
 
 MAX_FRAME_LENGTH = 16 * 1024 * 1024
 
-COPIED_BODY: Final = 480
-"""A decoded body of up to this many bytes is a copy (``bytes``), a larger one a view of
-the received bytes: a small copy costs less than a view, lets the read buffer go at once,
-and fits CPython's small-object allocator."""
+COPIED_BODY: Final = codes.COPIED_BODY
 
 _HEAD = struct.Struct(">ii")
 _BIN_FIXED = struct.Struct(">hbhiii")  # code, language, version, opaque, flag, remarkLen
@@ -341,101 +339,43 @@ class FrameDecoder:
         return out, pos
 
 
-SEND_CODES: Final = frozenset(
-    {codes.RequestCode.SEND_MESSAGE, codes.RequestCode.SEND_MESSAGE_V2,
-     codes.RequestCode.SEND_BATCH_MESSAGE}
-)  # fmt: skip
-"""The requests the compiled scan may leave as :class:`ScannedRequest`."""
+class TemplatedResponse(PyRemotingCommand):
+    """A response of a :class:`ResponseTemplate`, made for a hot path: its fields are
+    those of the template's response, its ``ext_fields`` dict (the template's fixed
+    extFields and the ``values`` of its variable ones) is made when first read, and the
+    connection writes its JSON frame from the template (:meth:`json_frame`). The class
+    is the compiled one of ``_frames.pyx`` when that serves (see ``command``)."""
 
+    __slots__ = ("_made", "template", "values")
 
-class ScannedRequest(RemotingCommand):
-    """A send request as the compiled frame scan leaves it when every extFields name is
-    one letter (``SEND_MESSAGE_V2``'s ``a``..``m``): the names (a str, one letter each) and
-    the values (already decoded) kept side by side in :attr:`header_names` and
-    :attr:`header_values`, and made the ``ext_fields`` dict only when that is first read
-    (``header_values`` is None from then on). A plain send's preparation reads the values
-    where they are, so the hot path never builds a dict per message; anything else sees an
-    ordinary command (the same fields, in the same order, as the Python decoder gives)."""
+    def __init__(self, template: ResponseTemplate, values: tuple[object, ...]) -> None:
+        # Not the base __init__: its ext_fields store would go through the property below.
+        self.code = template.code
+        self.opaque = 0
+        self.flag = FLAG_RESPONSE
+        self.language = "JAVA"
+        self.version = SERVER_VERSION
+        self.remark = None
+        self.body = b""
+        self.serialize_type = codes.SerializeType.JSON
+        self.template = template
+        self.values = values
+        """The variable extFields' values, in the template's order."""
+        self._made: dict[str, str] | None = None
 
-    __slots__ = ("_ext", "header_names", "header_values")
-    header_names: str
-    header_values: list[str] | None
-
-    def __init__(
-        self,
-        code: int,
-        opaque: int = 0,
-        flag: int = 0,
-        language: str = "JAVA",
-        version: int = SERVER_VERSION,
-        remark: str | None = None,
-        header_names: str = "",
-        header_values: list[str] | None = None,
-        body: Body = b"",
-        serialize_type: codes.SerializeType = codes.SerializeType.JSON,
-        *,
-        ext_fields: dict[str, str] | None = None,
-    ) -> None:
-        """The scan gives the names and values; ``ext_fields`` (a copy made by
-        ``dataclasses.replace``) stands for them when given."""
-        self.code = code
-        self.opaque = opaque
-        self.flag = flag
-        self.language = language
-        self.version = version
-        self.remark = remark
-        self.body = body
-        self.serialize_type = serialize_type
-        self.header_names = header_names
-        self.header_values = header_values if ext_fields is None else None
-        self._ext = ext_fields
-
-    # A property that shadows the inherited field (which stays unset), not __getattr__:
-    # that would slow down every other attribute read of the command.
-    @property  # type: ignore[override]
+    @property
     def ext_fields(self) -> dict[str, str]:
-        ext = self._ext
+        ext = self._made
         if ext is None:
-            values = self.header_values or ()
-            ext = self._ext = dict(zip(self.header_names, values, strict=True))
-            self.header_values = None
+            template = self.template
+            ext = dict(template.fixed)
+            ext.update(zip(template.variable, map(str, self.values), strict=True))
+            self._made = ext
         return ext
 
     @ext_fields.setter
     def ext_fields(self, value: dict[str, str]) -> None:
-        self._ext = value
-        self.header_values = None
-
-
-class TemplatedResponse(RemotingCommand):
-    """A response of a :class:`ResponseTemplate`, made for a hot path: only its ``code`` is
-    set up front; the connection writes its JSON frame from the template
-    (:meth:`json_frame`), and the other :class:`RemotingCommand` fields (``ext_fields``
-    with every value, ``flag``...) are filled in on first use, for a binary-serialized
-    answer or any other reader."""
-
-    __slots__ = ("template", "values")
-
-    def __init__(self, template: ResponseTemplate, values: tuple[object, ...]) -> None:
-        self.code = template.code
-        self.template = template
-        self.values = values
-        """The variable extFields' values, in the template's order."""
-
-    def __getattr__(self, name: str) -> Any:
-        # Only reached while a RemotingCommand field is still unset: set every unset one.
-        if name not in _UNSET_DEFAULTS:
-            raise AttributeError(name)
-        template = self.template
-        for field, default in _UNSET_DEFAULTS.items():
-            try:
-                object.__getattribute__(self, field)
-            except AttributeError:
-                if field == "ext_fields":
-                    default = dict(template.fixed)
-                    default.update(zip(template.variable, map(str, self.values), strict=True))
-                setattr(self, field, default)
-        return object.__getattribute__(self, name)
+        self._made = value
 
     def json_frame(self, opaque: int) -> bytes:
         """The whole frame (length field included) answering the request ``opaque``: the
@@ -444,17 +384,14 @@ class TemplatedResponse(RemotingCommand):
         return _HEAD.pack(4 + len(header), len(header)) + header
 
 
-#: A templated response's fields but its code, as first read (ext_fields: from the values).
-_UNSET_DEFAULTS: Final[dict[str, Any]] = {
-    "opaque": 0,
-    "flag": FLAG_RESPONSE,
-    "language": "JAVA",
-    "version": SERVER_VERSION,
-    "remark": None,
-    "ext_fields": None,
-    "body": b"",
-    "serialize_type": codes.SerializeType.JSON,
-}
+PyTemplatedResponse = TemplatedResponse
+"""The Python implementation, whichever serves."""
+
+if not TYPE_CHECKING:
+    TemplatedResponse = (
+        accelerators.compiled("rocketkube.common.remoting._frames", "TemplatedResponse")
+        or PyTemplatedResponse
+    )
 
 
 class ResponseTemplate:
