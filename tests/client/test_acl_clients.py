@@ -24,8 +24,8 @@ from rocketkube.client import (
     NoPermissionError,
     Producer,
     PushConsumer,
-    admin_cli,
 )
+from rocketkube.client.admin import cli as admin_cli
 from rocketkube.client.bench import cli as bench_cli
 from rocketkube.client.bench import runners as bench_runners
 from rocketkube.namesrv.app import NamesrvApp

@@ -59,7 +59,7 @@ from kube_api_store import Change
 from operator_harness import Kubectl, apply_crds, conditions, statefulset_pods
 from ports import free_port
 
-from rocketkube.client.admin import AdminClient
+from rocketkube.client.admin.client import AdminClient
 from rocketkube.common.errors import RocketKubeError
 from rocketkube.operator.api import names
 

@@ -29,14 +29,25 @@ Errors: :class:`MQClientError` and its subclasses (see :mod:`rocketkube.client.e
 plus the transport errors of :mod:`rocketkube.common.errors`, re-exported here.
 """
 
-from rocketkube.client.admin import AdminClient
-from rocketkube.client.allocation import (
+from rocketkube.client.admin.client import AdminClient
+from rocketkube.client.consumer.allocation import (
     AllocateByConfig,
     AllocateStrategy,
     allocate_averagely,
     allocate_averagely_by_circle,
     allocate_by_consistent_hash,
 )
+from rocketkube.client.consumer.listener import (
+    ConsumeContext,
+    ConsumeOrderlyStatus,
+    ConsumeStatus,
+    MessageListener,
+    OrderlyMessageListener,
+)
+from rocketkube.client.consumer.lite_pull import ConsumeFrom, LitePullConsumer
+from rocketkube.client.consumer.pull import PullResult, PullStatus
+from rocketkube.client.consumer.push import MessageModel, PushConsumer
+from rocketkube.client.consumer.selector import MessageSelector
 from rocketkube.client.errors import (
     BrokerBusyError,
     ClientStateError,
@@ -50,15 +61,7 @@ from rocketkube.client.errors import (
     TopicNotExistError,
     for_code,
 )
-from rocketkube.client.listener import (
-    ConsumeContext,
-    ConsumeOrderlyStatus,
-    ConsumeStatus,
-    MessageListener,
-    OrderlyMessageListener,
-)
-from rocketkube.client.lite_pull import ConsumeFrom, LitePullConsumer
-from rocketkube.client.producer import (
+from rocketkube.client.producer.producer import (
     MessageQueueSelector,
     Producer,
     RoundRobinSelector,
@@ -67,16 +70,13 @@ from rocketkube.client.producer import (
     SendStatus,
     select_by_hash,
 )
-from rocketkube.client.pull import PullResult, PullStatus
-from rocketkube.client.push_consumer import MessageModel, PushConsumer
-from rocketkube.client.routing import MessageQueue, select_queue
-from rocketkube.client.selector import MessageSelector
-from rocketkube.client.transaction import (
+from rocketkube.client.producer.transaction import (
     LocalTransactionState,
     TransactionListener,
     TransactionProducer,
     TransactionSendResult,
 )
+from rocketkube.client.routing import MessageQueue, select_queue
 from rocketkube.common.acl import Credentials
 from rocketkube.common.errors import (
     ConnectionClosedError,

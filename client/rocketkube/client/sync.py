@@ -28,15 +28,15 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
 
-from rocketkube.client import admin as aio_admin
-from rocketkube.client import lite_pull as aio_lite_pull
-from rocketkube.client import producer as aio_producer
-from rocketkube.client import push_consumer as aio_push
+from rocketkube.client.admin import client as aio_admin
+from rocketkube.client.consumer import lite_pull as aio_lite_pull
+from rocketkube.client.consumer import push as aio_push
+from rocketkube.client.consumer.listener import ConsumeContext, ConsumeOrderlyStatus, ConsumeStatus
+from rocketkube.client.consumer.selector import Selector
 from rocketkube.client.errors import ClientStateError
 from rocketkube.client.lifecycle import AsyncLifecycle
-from rocketkube.client.listener import ConsumeContext, ConsumeOrderlyStatus, ConsumeStatus
+from rocketkube.client.producer import producer as aio_producer
 from rocketkube.client.routing import MessageQueue
-from rocketkube.client.selector import Selector
 from rocketkube.common.message.model import Message, MessageExt
 
 __all__ = ["AdminClient", "LitePullConsumer", "Producer", "PushConsumer", "SyncClient"]

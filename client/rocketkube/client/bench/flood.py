@@ -1,6 +1,6 @@
 """``rocketkube bench flood``: what a flood of malformed frames leaves a well-behaved client.
 
-One :class:`~rocketkube.client.producer.Producer` sends one message at a time (each waits
+One :class:`~rocketkube.client.producer.producer.Producer` sends one message at a time (each waits
 for its answer) on its own connections, first alone for ``baseline`` seconds, then for
 ``duration`` seconds while ``connections`` flooding connections
 (:mod:`~rocketkube.client.bench.flooder`, in a child process) send malformed frames to
@@ -26,11 +26,11 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
-from rocketkube.client.admin import AdminClient
+from rocketkube.client.admin.client import AdminClient
 from rocketkube.client.bench import flood_audit, flooder
 from rocketkube.client.bench.broker import process_cpu_seconds
 from rocketkube.client.bench.stats import Report, Stats
-from rocketkube.client.producer import Producer
+from rocketkube.client.producer.producer import Producer
 from rocketkube.common import errors, runtime
 from rocketkube.common.message.model import Message
 

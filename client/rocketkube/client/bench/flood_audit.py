@@ -17,9 +17,9 @@ import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
-from rocketkube.client.admin import AdminClient
-from rocketkube.client.pull import PullStatus
-from rocketkube.client.send_result import SendResult
+from rocketkube.client.admin.client import AdminClient
+from rocketkube.client.consumer.pull import PullStatus
+from rocketkube.client.producer.send_result import SendResult
 from rocketkube.common.protocol.admin_bodies import MessageQueue
 
 __all__ = ["Ledger", "Memory", "RssWatch", "Verdict", "rss_mib", "unique_body"]

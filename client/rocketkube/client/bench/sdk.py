@@ -21,10 +21,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rocketkube.client.bench.stats import CpuWindows, Report, Stats
-from rocketkube.client.listener import ConsumeContext, ConsumeStatus
-from rocketkube.client.producer import Producer
-from rocketkube.client.push_consumer import PushConsumer
-from rocketkube.client.transaction import LocalTransactionState, TransactionProducer
+from rocketkube.client.consumer.listener import ConsumeContext, ConsumeStatus
+from rocketkube.client.consumer.push import PushConsumer
+from rocketkube.client.producer.producer import Producer
+from rocketkube.client.producer.transaction import LocalTransactionState, TransactionProducer
 from rocketkube.common.acl import Credentials
 from rocketkube.common.errors import RocketKubeError
 from rocketkube.common.message.model import Message, MessageExt
