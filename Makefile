@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-SOURCES := common namesrv broker client operator spark tests hatch_build.py tools
+SOURCES := common namesrv broker client bench operator spark tests hatch_build.py tools
 NODE_DIR := tests/interop/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed-stamp
 

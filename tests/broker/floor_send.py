@@ -29,7 +29,7 @@ import zlib
 import orjson
 from instructions_send import feed  # type: ignore[import-not-found]  # this folder, run as a script
 
-from rocketkube.client.bench import pipeline
+from rocketkube.bench import pipeline
 from rocketkube.common import runtime
 
 _HEAD = struct.Struct(">ii")  # frame length, serialization and header length

@@ -35,11 +35,11 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from rocketkube.bench import pipeline
+from rocketkube.bench.local_cluster import local_broker, local_namesrv
 from rocketkube.broker.app import BrokerApp
 from rocketkube.broker.settings import BrokerSettings
 from rocketkube.client import Message, Producer
-from rocketkube.client.bench import pipeline
-from rocketkube.client.bench.local_cluster import local_broker, local_namesrv
 from rocketkube.common import runtime
 from rocketkube.common.remoting.connection import Connection
 

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from waiting import wait_until
 
+from rocketkube.bench import cli as bench_cli
+from rocketkube.bench import runners as bench_runners
 from rocketkube.broker.app import BrokerApp
 from rocketkube.client import (
     AdminClient,
@@ -26,8 +28,6 @@ from rocketkube.client import (
     PushConsumer,
 )
 from rocketkube.client.admin import cli as admin_cli
-from rocketkube.client.bench import cli as bench_cli
-from rocketkube.client.bench import runners as bench_runners
 from rocketkube.namesrv.app import NamesrvApp
 
 StartBroker = Callable[..., Awaitable[BrokerApp]]

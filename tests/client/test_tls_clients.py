@@ -13,6 +13,8 @@ import pytest
 from certs import CertFiles
 from waiting import wait_until
 
+from rocketkube.bench import cli as bench_cli
+from rocketkube.bench import runners as bench_runners
 from rocketkube.broker.app import BrokerApp
 from rocketkube.client import (
     AdminClient,
@@ -27,8 +29,6 @@ from rocketkube.client import (
     TlsConfig,
 )
 from rocketkube.client.admin import cli as admin_cli
-from rocketkube.client.bench import cli as bench_cli
-from rocketkube.client.bench import runners as bench_runners
 from rocketkube.namesrv.app import NamesrvApp
 from rocketkube.namesrv.settings import NamesrvSettings
 

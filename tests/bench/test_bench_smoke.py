@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from rocketkube.client.bench import broker, cli, pipeline
+from rocketkube.bench import broker, cli, pipeline
 from rocketkube.common.protocol.send_headers import SendMessageRequestHeaderV2
 from rocketkube.common.remoting import frame
 

@@ -1,6 +1,6 @@
 """A name server and brokers as child processes on 127.0.0.1, for a benchmark to measure.
 
-Each server is ``python -m rocketkube.common namesrv|broker ...`` (so the client never
+Each server is ``python -m rocketkube.common namesrv|broker ...`` (so the bench never
 imports the broker), its output in a log file under the given directory, started on a free
 port and waited for until it serves (a broker: until the name server routes the
 auto-create template to it, so a producer started then finds a route), and terminated when

@@ -3,14 +3,14 @@
 One :class:`~rocketkube.client.producer.producer.Producer` sends one message at a time (each waits
 for its answer) on its own connections, first alone for ``baseline`` seconds, then for
 ``duration`` seconds while ``connections`` flooding connections
-(:mod:`~rocketkube.client.bench.flooder`, in a child process) send malformed frames to
+(:mod:`~rocketkube.bench.flooder`, in a child process) send malformed frames to
 the broker and the name server; with ``frames``, until the servers took that many of the
 flood's frames (answered them, or closed the connection at them; ``duration`` then bounds
 it). The result holds the producer's sends a second and latency in
 both phases, the share of its baseline it kept, and the flood's frame rate; the CPU and
 resident memory (before, peak, after) of the broker and the name server, when their process
 ids are known; and whether every send the broker acknowledged can be read back at its
-offset with its body (:mod:`~rocketkube.client.bench.flood_audit`).
+offset with its body (:mod:`~rocketkube.bench.flood_audit`).
 
 Both phases are bounded in time and everything goes to loopback addresses only.
 """
@@ -26,10 +26,10 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
+from rocketkube.bench import flood_audit, flooder
+from rocketkube.bench.broker import process_cpu_seconds
+from rocketkube.bench.stats import Report, Stats
 from rocketkube.client.admin.client import AdminClient
-from rocketkube.client.bench import flood_audit, flooder
-from rocketkube.client.bench.broker import process_cpu_seconds
-from rocketkube.client.bench.stats import Report, Stats
 from rocketkube.client.producer.producer import Producer
 from rocketkube.common import errors, runtime
 from rocketkube.common.message.model import Message
@@ -162,7 +162,7 @@ class _Cpu:
 
 class _Sender:
     """The well-behaved producer: one send at a time, each body unique, each acknowledged
-    one in the :class:`~rocketkube.client.bench.flood_audit.Ledger`."""
+    one in the :class:`~rocketkube.bench.flood_audit.Ledger`."""
 
     def __init__(self, producer: Producer, settings: FloodSettings) -> None:
         self._producer = producer
@@ -201,7 +201,7 @@ async def _flooding(
     output, done once it has finished (its counts are then :func:`_counts`)."""
     frames = () if settings.frames is None else ("--frames", str(settings.frames))
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "rocketkube.client.bench.flooder", broker,
+        sys.executable, "-m", "rocketkube.bench.flooder", broker,
         "--namesrv", namesrv, "--connections", str(settings.connections),
         "--duration", str(settings.duration + 2 * _RAMP_SECONDS), *frames,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,

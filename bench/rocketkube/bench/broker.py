@@ -11,7 +11,7 @@ One coroutine per scenario, each over a broker address and returning a frozen re
 
 :func:`run_suite` runs them in that order for each body size, after a warm-up, on fresh
 topics (so offsets start at 0 and a pull reads exactly what the timed sends stored). The
-pipelined connections are :mod:`rocketkube.client.bench.pipeline`'s.
+pipelined connections are :mod:`rocketkube.bench.pipeline`'s.
 
 CPU is sampled for this process (``time.process_time``) and, when its pid is given, for the
 broker (``/proc/<pid>/stat``, Linux): whichever side sits near 100 % of a core is the limit.
@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from rocketkube.client.bench import pipeline
+from rocketkube.bench import pipeline
 from rocketkube.common import errors
 from rocketkube.common.protocol import admin_headers, pull_headers
 from rocketkube.common.remoting.client import RemotingClient

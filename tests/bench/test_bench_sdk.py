@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from rocketkube.bench import cli, runners, sdk
+from rocketkube.bench.stats import CpuWindows, Report, Stats
 from rocketkube.broker.app import BrokerApp
-from rocketkube.client.bench import cli, runners, sdk
-from rocketkube.client.bench.stats import CpuWindows, Report, Stats
 from rocketkube.namesrv.app import NamesrvApp
 
 

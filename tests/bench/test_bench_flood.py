@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rocketkube.client.bench import cli, flooder
+from rocketkube.bench import cli, flooder
 from rocketkube.common import errors
 from rocketkube.common.remoting import frame
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from rocketkube.client.bench.stats import CpuWindows, Report, Stats
+from rocketkube.bench.stats import CpuWindows, Report, Stats
 from rocketkube.client.consumer.listener import ConsumeContext, ConsumeStatus
 from rocketkube.client.consumer.push import PushConsumer
 from rocketkube.client.producer.producer import Producer

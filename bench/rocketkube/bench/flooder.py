@@ -22,7 +22,7 @@ address the flood comes from 127.0.0.2 to 127.0.0.9 (:func:`source_host`), as fr
 hosts: the servers hold back the new connections of a host whose connections keep sending
 garbage, and the client measured (from 127.0.0.1) is not one of those.
 
-It runs as a child process of the benchmark (``python -m rocketkube.client.bench.flooder``),
+It runs as a child process of the benchmark (``python -m rocketkube.bench.flooder``),
 so the client it measures has its own interpreter, and prints a JSON line of counts.
 """
 
@@ -383,7 +383,7 @@ async def run_flood(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m rocketkube.client.bench.flooder",
+        prog="python -m rocketkube.bench.flooder",
         description="Flood a broker (and a name server) on loopback with malformed frames "
         "for --duration seconds; print the counts as JSON.",
     )

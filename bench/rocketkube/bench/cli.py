@@ -7,7 +7,7 @@ This module holds the flags; :mod:`.runners` runs each benchmark and
 :mod:`.local_cluster` starts the servers one measures when none is given. Every option
 that has a default says it in its help, through :func:`_option`.
 
-Until the ``bench`` entry point is installed: ``python -m rocketkube.client.bench.cli broker``.
+Until the ``bench`` entry point is installed: ``python -m rocketkube.bench.cli broker``.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
+from rocketkube.bench import broker as bench
+from rocketkube.bench import flood, flooder, runners, sdk
 from rocketkube.client import credential_options, tls_options
-from rocketkube.client.bench import broker as bench
-from rocketkube.client.bench import flood, flooder, runners, sdk
 from rocketkube.common import errors, runtime
 from rocketkube.common.cli import Command
 
@@ -384,7 +384,7 @@ def main_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rocketkube.client.bench.cli broker ...`` (no entry point needed)."""
+    """``python -m rocketkube.bench.cli broker ...`` (no entry point needed)."""
     return COMMAND.run(main_parser().parse_args(argv))
 
 

@@ -24,11 +24,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from rocketkube.bench import broker as bench
+from rocketkube.bench import flood, flooder, sdk
+from rocketkube.bench.local_cluster import local_broker, local_namesrv, local_namesrv_process
+from rocketkube.bench.stats import Report
 from rocketkube.client import credential_options, tls_options
-from rocketkube.client.bench import broker as bench
-from rocketkube.client.bench import flood, flooder, sdk
-from rocketkube.client.bench.local_cluster import local_broker, local_namesrv, local_namesrv_process
-from rocketkube.client.bench.stats import Report
 from rocketkube.common import runtime
 from rocketkube.common.remoting import frame
 

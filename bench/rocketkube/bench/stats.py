@@ -11,7 +11,7 @@ import dataclasses
 import statistics
 from typing import Any, Final
 
-from rocketkube.client.bench.broker import percentile
+from rocketkube.bench.broker import percentile
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
