@@ -1,10 +1,11 @@
-"""A long fuzz run of every decoder a peer can reach (decoder_targets.py): many hypothesis
-examples each, arbitrary bytes and mutated valid encodings. Not a test: it prints, per
-decoder, the inputs tried, the undeclared exceptions found (none is the rule) and the
-slowest input's time, and exits 1 when anything leaked.
+"""A long fuzz run of every decoder a peer can reach (``tests/support/decoder_targets.py``):
+many hypothesis examples each, arbitrary bytes and mutated valid encodings. Not a test: it
+prints, per decoder, the inputs tried, the undeclared exceptions found (none is the rule)
+and the slowest input's time, and exits 1 when anything leaked.
 
     make fuzz FUZZ_ARGS='--examples 5000'
-    .venv/bin/python tests/support/fuzz_decoders.py --examples 2000 --only frame. --json
+    PYTHONPATH=tests/support .venv/bin/python tools/fuzz_decoders.py --examples 2000 \
+        --only frame. --json
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ import time
 import zlib
 
 import orjson
-from instructions_send import feed  # type: ignore[import-not-found]  # this folder, run as a script
+from instructions_send import feed  # this folder, run as a script
 
 from rocketkube.bench import pipeline
 from rocketkube.common import runtime

@@ -3,7 +3,7 @@
 Run as root (network namespaces), from the checkout::
 
     make sandbox                                     # or:
-    .venv/bin/python tests/support/sandbox.py --demo [--workdir DIR]
+    PYTHONPATH=tests/support .venv/bin/python tools/sandbox.py --demo [--workdir DIR]
 
 It starts the emulated API server (``kube_api``) on 127.0.0.1, creates the operator's
 CRDs (``crds/*.yaml``), starts the harness (``kubelet``) over it, prints the KUBECONFIG to
@@ -43,9 +43,10 @@ from kube_api import running_kube_api
 from kube_api_cluster import Cluster
 from kubelet import KubeletOptions, RunningKubelet, Unavailable, running_kubelet
 from kubelet_apiserver import ApiServer
+from kubelet_pod import describe
 from rendering import render
 
-_CHECKOUT = Path(__file__).resolve().parents[2]
+_CHECKOUT = Path(__file__).resolve().parents[1]
 _SMALL_STORE = {
     "mappedFileSizeCommitLog": str(64 << 20),
     "mappedFileSizeConsumeQueue": str(20 * 300_000),
@@ -94,21 +95,6 @@ def create_demo(cluster: Cluster, args: argparse.Namespace) -> None:
     }
     for obj in render(spec, "demo", args.namespace):
         cluster.create_object(obj)
-
-
-def describe(pod: dict[str, Any]) -> str:
-    """One line for a pod: namespace/name, phase, readiness, restarts, IP."""
-    metadata, status = pod["metadata"], pod.get("status") or {}
-    containers = status.get("containerStatuses") or []
-    ready = sum(1 for c in containers if c.get("ready"))
-    restarts = sum(int(c.get("restartCount", 0)) for c in containers)
-    waiting = [c["state"]["waiting"].get("reason", "") for c in containers
-               if "waiting" in c.get("state", {})]  # fmt: skip
-    phase = "Terminating" if metadata.get("deletionTimestamp") else status.get("phase", "?")
-    return (
-        f"{metadata['namespace']}/{metadata['name']}: {phase} {' '.join(waiting)} "
-        f"ready {ready}/{len(containers)} restarts {restarts} ip {status.get('podIP', '-')}"
-    )
 
 
 def watch(cluster: Cluster, stop: threading.Event) -> None:

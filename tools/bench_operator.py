@@ -4,7 +4,8 @@ holds with them.
 
 ::
 
-    .venv/bin/python tests/support/bench_operator.py [--topics 1000] [--steady 30] [--json]
+    PYTHONPATH=tests/support .venv/bin/python tools/bench_operator.py [--topics 1000] \
+        [--steady 30] [--json]
     make bench-operator BENCH_ARGS='--topics 100'
 
 What runs, all on 127.0.0.1: the emulated API server (``kube_api``, in this process, the
@@ -63,7 +64,7 @@ from rocketkube.client.admin.client import AdminClient
 from rocketkube.common.errors import RocketKubeError
 from rocketkube.operator.api import names
 
-CHECKOUT: Final = Path(__file__).resolve().parents[2]
+CHECKOUT: Final = Path(__file__).resolve().parents[1]
 EXAMPLE: Final = CHECKOUT / "examples" / "kubernetes" / "cluster.yaml"
 CLUSTER: Final = "demo"
 """The example's BrokerCluster."""
