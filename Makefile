@@ -75,7 +75,7 @@ bench-operator: install
 # 1,000,000 100-byte messages beside the same rows from Parquet, and the archive job.
 # `make bench-spark BENCH_ARGS='--messages 100000 --json'`
 bench-spark: install
-	PYTHONPATH=tests/support $(PY) tests/spark/bench_spark.py $(BENCH_ARGS)
+	PYTHONPATH=tests/support $(PY) tools/bench_spark.py $(BENCH_ARGS)
 
 # Grafana dashboards as code (tools/dashboards): the JSON the Helm chart ships; a test fails
 # when stale. The monitoring tests need Debian's prometheus (prometheus and promtool): installed
