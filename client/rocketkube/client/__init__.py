@@ -20,6 +20,10 @@ Public API::
 Also :class:`LitePullConsumer` (poll/commit/seek), :class:`TransactionProducer`,
 :class:`AdminClient` (typed admin API) and the blocking facade :mod:`rocketkube.client.sync`.
 
+Options come as keyword arguments or as one frozen value: :class:`ProducerSettings`
+(``Producer(settings=ProducerSettings(group="my-group", send_timeout=5.0))``) and
+:class:`ConsumerSettings` (what both consumers share).
+
 Every client takes ``tls=True`` (TLS, trusting the system's CAs) or a :class:`TlsConfig`
 (a CA file, a client certificate and key, the server-name check on or off), and
 ``credentials=(access_key, secret_key)`` (or :class:`Credentials`) to sign every request
@@ -48,6 +52,7 @@ from rocketkube.client.consumer.lite_pull import ConsumeFrom, LitePullConsumer
 from rocketkube.client.consumer.pull import PullResult, PullStatus
 from rocketkube.client.consumer.push import MessageModel, PushConsumer
 from rocketkube.client.consumer.selector import MessageSelector
+from rocketkube.client.consumer.settings import ConsumerSettings
 from rocketkube.client.errors import (
     BrokerBusyError,
     ClientStateError,
@@ -70,6 +75,7 @@ from rocketkube.client.producer.producer import (
     SendStatus,
     select_by_hash,
 )
+from rocketkube.client.producer.settings import ProducerSettings
 from rocketkube.client.producer.transaction import (
     LocalTransactionState,
     TransactionListener,
@@ -100,6 +106,7 @@ __all__ = [
     "ConsumeFrom",
     "ConsumeOrderlyStatus",
     "ConsumeStatus",
+    "ConsumerSettings",
     "Credentials",
     "LitePullConsumer",
     "LocalTransactionState",
@@ -117,6 +124,7 @@ __all__ = [
     "NoPermissionError",
     "OrderlyMessageListener",
     "Producer",
+    "ProducerSettings",
     "PullResult",
     "PullStatus",
     "PushConsumer",

@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from rocketkube.client import errors as client_errors
+from rocketkube.client.constructors import pick_settings
 from rocketkube.client.consumer import running_info as ri
 from rocketkube.client.consumer import selector
 from rocketkube.client.consumer.consume_stats import ConsumeStatsRecorder
@@ -40,7 +41,7 @@ from rocketkube.client.consumer.core import (
     ConsumerCore,
     make_client_id,
 )
-from rocketkube.client.consumer.pull import DEFAULT_MAX_INFLATED_BODY_SIZE
+from rocketkube.client.consumer.settings import ConsumerSettings
 from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common import acl, errors
@@ -65,6 +66,8 @@ __all__ = ["ConsumeFrom", "LitePullConsumer"]
 log = logging.getLogger(__name__)
 
 _HEARTBEAT_INTERVAL: Final = 30.0
+_DEFAULT_SETTINGS: Final = ConsumerSettings(group="")
+"""What the keyword form builds when given no option (:func:`pick_settings`)."""
 _SUSPEND_GRACE: Final = 0.1
 _UNROUTED_RETRY_SECONDS: Final = 1.0
 
@@ -91,7 +94,9 @@ class LitePullConsumer(AsyncLifecycle):
     :mod:`rocketkube.client.consumer.pull`). ``tls``: ``True`` or a
     :class:`~rocketkube.common.remoting.tls.TlsConfig` connects with TLS.
     ``credentials``: ``(access_key, secret_key)`` or a
-    :class:`~rocketkube.common.acl.Credentials` signs every request.
+    :class:`~rocketkube.common.acl.Credentials` signs every request. The options both
+    consumers share come as one :class:`~rocketkube.client.consumer.settings.ConsumerSettings`
+    with ``settings=`` instead (then neither ``group`` nor a shared option is given).
 
     Use ``async with LitePullConsumer(...) as consumer:`` or :meth:`start` and
     :meth:`close`. :meth:`poll` is not meant to be called concurrently with itself.
@@ -99,44 +104,55 @@ class LitePullConsumer(AsyncLifecycle):
 
     def __init__(
         self,
-        group: str,
-        namesrv_addr: str = "127.0.0.1:9876",
+        group: str | None = None,
+        namesrv_addr: str = ConsumerSettings.namesrv_addr,
         *,
         auto_commit: bool = True,
         auto_commit_interval: float = 5.0,
-        pull_batch_size: int = 32,
-        consume_from_where: ConsumeFrom = "last",
-        consume_timestamp_ms: int | None = None,
+        pull_batch_size: int = ConsumerSettings.pull_batch_size,
+        consume_from_where: ConsumeFrom = ConsumerSettings.consume_from,
+        consume_timestamp_ms: int | None = ConsumerSettings.consume_timestamp_ms,
         poll_timeout: float = 5.0,
         suspend_timeout: float = 1.0,
-        request_timeout: float = 3.0,
-        client_ip: str = "127.0.0.1",
-        max_inflated_body_size: int = DEFAULT_MAX_INFLATED_BODY_SIZE,
-        tls: TlsConfig | bool | None = None,
-        credentials: acl.CredentialsLike | None = None,
+        request_timeout: float = ConsumerSettings.request_timeout,
+        client_ip: str = ConsumerSettings.client_ip,
+        max_inflated_body_size: int = ConsumerSettings.max_inflated_body_size,
+        tls: TlsConfig | bool | None = ConsumerSettings.tls,
+        credentials: acl.CredentialsLike | None = ConsumerSettings.credentials,
+        settings: ConsumerSettings | None = None,
     ) -> None:
-        if consume_from_where not in FROM_WHERE:
-            raise ValueError(f"consume_from_where must be one of {sorted(FROM_WHERE)}")
-        if consume_from_where == "timestamp" and consume_timestamp_ms is None:
-            raise ValueError('consume_from_where="timestamp" needs consume_timestamp_ms')
-        if pull_batch_size < 1:
-            raise ValueError("pull_batch_size must be positive")
-        if max_inflated_body_size < 1:
-            raise ValueError("max_inflated_body_size must be positive")
-        self.group = group
-        self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
-        self.tls = client_config(tls)
-        self.credentials = acl.credentials_of(credentials)
+        settings = pick_settings(
+            settings,
+            group,
+            ConsumerSettings(
+                group=group or "",
+                namesrv_addr=namesrv_addr,
+                consume_from=consume_from_where,
+                consume_timestamp_ms=consume_timestamp_ms,
+                pull_batch_size=pull_batch_size,
+                request_timeout=request_timeout,
+                client_ip=client_ip,
+                max_inflated_body_size=max_inflated_body_size,
+                tls=tls,
+                credentials=credentials,
+            ),
+            _DEFAULT_SETTINGS,
+        )
+        self.settings = settings
+        self.group = settings.group
+        self.namesrv_addrs = [a.strip() for a in settings.namesrv_addr.split(";") if a.strip()]
+        self.tls = client_config(settings.tls)
+        self.credentials = acl.credentials_of(settings.credentials)
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
-        self.pull_batch_size = pull_batch_size
-        self.consume_from_where: ConsumeFrom = consume_from_where
-        self.consume_timestamp_ms = consume_timestamp_ms
+        self.pull_batch_size = settings.pull_batch_size
+        self.consume_from_where: ConsumeFrom = settings.consume_from
+        self.consume_timestamp_ms = settings.consume_timestamp_ms
         self.poll_timeout = poll_timeout
         self.suspend_timeout = suspend_timeout
-        self.request_timeout = request_timeout
-        self.max_inflated_body_size = max_inflated_body_size
-        self.client_id = make_client_id(client_ip)
+        self.request_timeout = settings.request_timeout
+        self.max_inflated_body_size = settings.max_inflated_body_size
+        self.client_id = make_client_id(settings.client_ip)
         self._core: ConsumerCore | None = None
         self._closed = False
         self._subscriptions: dict[str, SubscriptionData] = {}

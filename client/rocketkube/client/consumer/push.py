@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Final
 
 from rocketkube.client import errors as client_errors
+from rocketkube.client.constructors import pick_settings
 from rocketkube.client.consumer import queue_locks, selector
 from rocketkube.client.consumer import running_info as ri
 from rocketkube.client.consumer.allocation import AllocateStrategy, allocate_averagely
@@ -68,10 +69,10 @@ from rocketkube.client.consumer.offset_store import (
     RemoteOffsetStore,
 )
 from rocketkube.client.consumer.process_queue import ProcessQueue
-from rocketkube.client.consumer.pull import DEFAULT_MAX_INFLATED_BODY_SIZE
 from rocketkube.client.consumer.push_running_info import push_running_info
 from rocketkube.client.consumer.rebalance import Membership, OwnedQueue, Rebalancer
 from rocketkube.client.consumer.send_back import restore_topics, send_back
+from rocketkube.client.consumer.settings import ConsumerSettings
 from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common import acl, errors
@@ -103,6 +104,8 @@ DEFAULT_OFFSET_STORE_DIR: Final = Path("~/.rocketkube_offsets")
 _FLOW_CONTROL_DELAY: Final = 0.05
 _LOCK_RETRY_DELAY: Final = 0.5
 _MIB: Final = 1024 * 1024
+_DEFAULT_SETTINGS: Final = ConsumerSettings(group="")
+"""What the keyword form builds when given no shared option (:func:`pick_settings`)."""
 
 
 class PushConsumer(AsyncLifecycle):
@@ -118,21 +121,23 @@ class PushConsumer(AsyncLifecycle):
     reaches the listener as stored (see :mod:`rocketkube.client.consumer.pull`). ``tls``: ``True``
     or a :class:`~rocketkube.common.remoting.tls.TlsConfig` connects with TLS.
     ``credentials``: ``(access_key, secret_key)`` or a
-    :class:`~rocketkube.common.acl.Credentials` signs every request.
+    :class:`~rocketkube.common.acl.Credentials` signs every request. The options both
+    consumers share come as one :class:`~rocketkube.client.consumer.settings.ConsumerSettings`
+    with ``settings=`` instead (then neither ``group`` nor a shared option is given).
     """
 
     def __init__(
         self,
-        group: str,
-        namesrv_addr: str = "127.0.0.1:9876",
+        group: str | None = None,
+        namesrv_addr: str = ConsumerSettings.namesrv_addr,
         *,
         message_model: MessageModel = MessageModel.CLUSTERING,
-        consume_from: ConsumeFrom = "last",
-        consume_timestamp_ms: int | None = None,
+        consume_from: ConsumeFrom = ConsumerSettings.consume_from,
+        consume_timestamp_ms: int | None = ConsumerSettings.consume_timestamp_ms,
         allocate: AllocateStrategy = allocate_averagely,
         consume_concurrency: int = 20,
         consume_batch_size: int = 1,
-        pull_batch_size: int = 32,
+        pull_batch_size: int = ConsumerSettings.pull_batch_size,
         pull_threshold_for_queue: int = 1000,
         pull_threshold_size_for_queue_mib: int = 100,
         rebalance_interval: float = 20.0,
@@ -145,38 +150,51 @@ class PushConsumer(AsyncLifecycle):
         suspend_timeout: float = 15.0,
         pull_error_delay: float = 1.0,
         shutdown_timeout: float = 5.0,
-        request_timeout: float = 3.0,
-        client_ip: str = "127.0.0.1",
+        request_timeout: float = ConsumerSettings.request_timeout,
+        client_ip: str = ConsumerSettings.client_ip,
         instance_name: str | None = None,
         offset_store_dir: Path | str | None = None,
-        max_inflated_body_size: int = DEFAULT_MAX_INFLATED_BODY_SIZE,
-        tls: TlsConfig | bool | None = None,
-        credentials: acl.CredentialsLike | None = None,
+        max_inflated_body_size: int = ConsumerSettings.max_inflated_body_size,
+        tls: TlsConfig | bool | None = ConsumerSettings.tls,
+        credentials: acl.CredentialsLike | None = ConsumerSettings.credentials,
+        settings: ConsumerSettings | None = None,
     ) -> None:
-        if consume_from not in FROM_WHERE:
-            raise ValueError(f"consume_from must be one of {sorted(FROM_WHERE)}")
-        if consume_from == "timestamp" and consume_timestamp_ms is None:
-            raise ValueError('consume_from="timestamp" needs consume_timestamp_ms')
+        settings = pick_settings(
+            settings,
+            group,
+            ConsumerSettings(
+                group=group or "",
+                namesrv_addr=namesrv_addr,
+                consume_from=consume_from,
+                consume_timestamp_ms=consume_timestamp_ms,
+                pull_batch_size=pull_batch_size,
+                request_timeout=request_timeout,
+                client_ip=client_ip,
+                max_inflated_body_size=max_inflated_body_size,
+                tls=tls,
+                credentials=credentials,
+            ),
+            _DEFAULT_SETTINGS,
+        )
         for name, value in (
             ("consume_concurrency", consume_concurrency),
             ("consume_batch_size", consume_batch_size),
-            ("pull_batch_size", pull_batch_size),
             ("pull_threshold_for_queue", pull_threshold_for_queue),
-            ("max_inflated_body_size", max_inflated_body_size),
         ):
             if value < 1:
                 raise ValueError(f"{name} must be positive")
-        self.group = group
-        self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
-        self.tls = client_config(tls)
-        self.credentials = acl.credentials_of(credentials)
+        self.settings = settings
+        self.group = settings.group
+        self.namesrv_addrs = [a.strip() for a in settings.namesrv_addr.split(";") if a.strip()]
+        self.tls = client_config(settings.tls)
+        self.credentials = acl.credentials_of(settings.credentials)
         self.message_model = MessageModel(message_model)
-        self.consume_from: ConsumeFrom = consume_from
-        self.consume_timestamp_ms = consume_timestamp_ms
+        self.consume_from: ConsumeFrom = settings.consume_from
+        self.consume_timestamp_ms = settings.consume_timestamp_ms
         self.allocate = allocate
         self.consume_concurrency = consume_concurrency
         self.consume_batch_size = consume_batch_size
-        self.pull_batch_size = pull_batch_size
+        self.pull_batch_size = settings.pull_batch_size
         self.pull_threshold_for_queue = pull_threshold_for_queue
         self.pull_threshold_size_for_queue_mib = pull_threshold_size_for_queue_mib
         self.rebalance_interval = rebalance_interval
@@ -189,12 +207,15 @@ class PushConsumer(AsyncLifecycle):
         self.suspend_timeout = suspend_timeout
         self.pull_error_delay = pull_error_delay
         self.shutdown_timeout = shutdown_timeout
-        self.request_timeout = request_timeout
-        self.max_inflated_body_size = max_inflated_body_size
-        self.client_id = make_client_id(client_ip, instance_name)
+        self.request_timeout = settings.request_timeout
+        self.max_inflated_body_size = settings.max_inflated_body_size
+        self.client_id = make_client_id(settings.client_ip, instance_name)
         base = Path(offset_store_dir) if offset_store_dir else DEFAULT_OFFSET_STORE_DIR
         self.offset_file = (
-            base.expanduser() / f"{client_ip}@{instance_name or 'DEFAULT'}" / group / "offsets.json"
+            base.expanduser()
+            / f"{settings.client_ip}@{instance_name or 'DEFAULT'}"
+            / settings.group
+            / "offsets.json"
         )
         self._listener: MessageListener | None = None
         self._orderly_listener: OrderlyMessageListener | None = None

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from rocketkube.client import errors as client_errors
 from rocketkube.client import routing
+from rocketkube.client.constructors import pick_settings
 from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.client.producer import latency_fault
 from rocketkube.client.producer.auto_batch import AutoBatcher
@@ -48,6 +49,7 @@ from rocketkube.client.producer.send_result import (
     SendStatus,
     read_send_result,
 )
+from rocketkube.client.producer.settings import ProducerSettings
 from rocketkube.common import acl, errors
 from rocketkube.common.message import ids
 from rocketkube.common.message.model import Message
@@ -72,6 +74,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+
+_DEFAULT_SETTINGS = ProducerSettings(group="")
+"""What the keyword form builds when given no keyword (:func:`pick_settings`)."""
 
 
 def _monotonic_ms() -> int:
@@ -119,7 +124,9 @@ class Producer(AsyncLifecycle):
     ``tls``: ``True`` or a :class:`~rocketkube.common.remoting.tls.TlsConfig` connects
     to name servers and brokers with TLS. ``credentials``: ``(access_key, secret_key)``
     or a :class:`~rocketkube.common.acl.Credentials` signs every request (a broker with
-    ``aclEnable=true``).
+    ``aclEnable=true``). The same options come as one
+    :class:`~rocketkube.client.producer.settings.ProducerSettings` with ``settings=``
+    (then neither ``group`` nor another option is given); :attr:`settings` holds them.
 
     ``auto_batch`` (Java's ``setAutoBatch``, off by default) gathers the messages that
     :meth:`send` and :meth:`send_async` are given for one topic (and one queue, when the
@@ -141,55 +148,79 @@ class Producer(AsyncLifecycle):
 
     def __init__(
         self,
-        group: str,
-        namesrv_addr: str = "127.0.0.1:9876",
+        group: str | None = None,
+        namesrv_addr: str = ProducerSettings.namesrv_addr,
         *,
-        send_timeout: float = 3.0,
-        retry_times_when_send_failed: int = 2,
-        compress_over: int = 4096,
-        max_message_size: int = 4 * 1024 * 1024,
-        default_topic_queue_nums: int = routing.DEFAULT_TOPIC_QUEUE_NUMS,
-        poll_name_server_interval: float = 30.0,
-        heartbeat_interval: float = 30.0,
-        send_latency_fault_enable: bool = False,
-        client_ip: str = "127.0.0.1",
-        auto_batch: bool = False,
-        batch_max_delay_ms: int = 10,
-        batch_max_bytes: int = 32 * 1024,
-        total_batch_max_bytes: int = 32 * 1024 * 1024,
-        tls: TlsConfig | bool | None = None,
-        credentials: acl.CredentialsLike | None = None,
+        send_timeout: float = ProducerSettings.send_timeout,
+        retry_times_when_send_failed: int = ProducerSettings.retry_times_when_send_failed,
+        compress_over: int = ProducerSettings.compress_over,
+        max_message_size: int = ProducerSettings.max_message_size,
+        default_topic_queue_nums: int = ProducerSettings.default_topic_queue_nums,
+        poll_name_server_interval: float = ProducerSettings.poll_name_server_interval,
+        heartbeat_interval: float = ProducerSettings.heartbeat_interval,
+        send_latency_fault_enable: bool = ProducerSettings.send_latency_fault_enable,
+        client_ip: str = ProducerSettings.client_ip,
+        auto_batch: bool = ProducerSettings.auto_batch,
+        batch_max_delay_ms: int = ProducerSettings.batch_max_delay_ms,
+        batch_max_bytes: int = ProducerSettings.batch_max_bytes,
+        total_batch_max_bytes: int = ProducerSettings.total_batch_max_bytes,
+        tls: TlsConfig | bool | None = ProducerSettings.tls,
+        credentials: acl.CredentialsLike | None = ProducerSettings.credentials,
+        settings: ProducerSettings | None = None,
     ) -> None:
-        if auto_batch and not 0 < batch_max_bytes <= max_message_size:
-            raise ValueError(f"batch_max_bytes must be in 1..{max_message_size}")
-        self.group = group
-        self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
-        self.tls = client_config(tls)
-        self.credentials = acl.credentials_of(credentials)
-        self.send_timeout = send_timeout
-        self.retry_times_when_send_failed = retry_times_when_send_failed
-        self.compress_over = compress_over
-        self.max_message_size = max_message_size
-        self.default_topic_queue_nums = default_topic_queue_nums
-        self._poll_interval = poll_name_server_interval
-        self.heartbeat_interval = heartbeat_interval
-        self.client_id = f"{client_ip}@{os.getpid()}#{uuid.uuid4().hex[:12]}"
-        self._ids = ids.UniqueIdGenerator(client_ip)
+        settings = pick_settings(
+            settings,
+            group,
+            ProducerSettings(
+                group=group or "",
+                namesrv_addr=namesrv_addr,
+                send_timeout=send_timeout,
+                retry_times_when_send_failed=retry_times_when_send_failed,
+                compress_over=compress_over,
+                max_message_size=max_message_size,
+                default_topic_queue_nums=default_topic_queue_nums,
+                poll_name_server_interval=poll_name_server_interval,
+                heartbeat_interval=heartbeat_interval,
+                send_latency_fault_enable=send_latency_fault_enable,
+                client_ip=client_ip,
+                auto_batch=auto_batch,
+                batch_max_delay_ms=batch_max_delay_ms,
+                batch_max_bytes=batch_max_bytes,
+                total_batch_max_bytes=total_batch_max_bytes,
+                tls=tls,
+                credentials=credentials,
+            ),
+            _DEFAULT_SETTINGS,
+        )
+        self.settings = settings
+        self.group = settings.group
+        self.namesrv_addrs = [a.strip() for a in settings.namesrv_addr.split(";") if a.strip()]
+        self.tls = client_config(settings.tls)
+        self.credentials = acl.credentials_of(settings.credentials)
+        self.send_timeout = settings.send_timeout
+        self.retry_times_when_send_failed = settings.retry_times_when_send_failed
+        self.compress_over = settings.compress_over
+        self.max_message_size = settings.max_message_size
+        self.default_topic_queue_nums = settings.default_topic_queue_nums
+        self._poll_interval = settings.poll_name_server_interval
+        self.heartbeat_interval = settings.heartbeat_interval
+        self.client_id = f"{settings.client_ip}@{os.getpid()}#{uuid.uuid4().hex[:12]}"
+        self._ids = ids.UniqueIdGenerator(settings.client_ip)
         self._faults = (
             latency_fault.LatencyFaultTolerance(_monotonic_ms)
-            if send_latency_fault_enable
+            if settings.send_latency_fault_enable
             else None
         )
         self._client: RemotingClient | None = None
         self._routes: routing.RouteCache | None = None
         self._pending: set[asyncio.Future[Any]] = set()
-        self._links = ProducerLinks(self.client_id, group, send_timeout)
+        self._links = ProducerLinks(self.client_id, self.group, self.send_timeout)
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._closed = False
-        self.auto_batch = auto_batch
-        self.batch_max_delay_ms = batch_max_delay_ms
-        self.batch_max_bytes = batch_max_bytes
-        self.total_batch_max_bytes = total_batch_max_bytes
+        self.auto_batch = settings.auto_batch
+        self.batch_max_delay_ms = settings.batch_max_delay_ms
+        self.batch_max_bytes = settings.batch_max_bytes
+        self.total_batch_max_bytes = settings.total_batch_max_bytes
         self._batcher: AutoBatcher | None = None
         self._headers = self._header_template()
 

@@ -23,6 +23,7 @@ from typing import Any, Final, Protocol
 
 from rocketkube.client import errors as client_errors
 from rocketkube.client.producer.producer import Producer, SendResult, SendStatus
+from rocketkube.client.producer.settings import ProducerSettings
 from rocketkube.common import errors
 from rocketkube.common.message import ids, record, sysflag
 from rocketkube.common.message.model import Message, MessageExt
@@ -85,15 +86,17 @@ class TransactionSendResult(SendResult):
 class TransactionProducer(Producer):
     """A :class:`Producer` whose :meth:`send_message_in_transaction` runs ``listener``.
 
-    Takes the keyword arguments of :class:`Producer`. The group should be used by this
-    kind of producer only: brokers check halves back on any producer of the group.
+    Takes the keyword arguments of :class:`Producer`, or its ``settings=`` (then ``group``
+    is None: ``TransactionProducer(None, listener, settings=...)``). The group should be
+    used by this kind of producer only: brokers check halves back on any producer of the
+    group.
     """
 
     def __init__(
         self,
-        group: str,
+        group: str | None,
         listener: TransactionListener,
-        namesrv_addr: str = "127.0.0.1:9876",
+        namesrv_addr: str = ProducerSettings.namesrv_addr,
         **options: Any,
     ) -> None:
         super().__init__(group, namesrv_addr, **options)
