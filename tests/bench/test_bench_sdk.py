@@ -10,6 +10,8 @@ import pytest
 from rocketkube.bench import cli, runners, sdk
 from rocketkube.bench.stats import CpuWindows, Report, Stats
 from rocketkube.broker.app import BrokerApp
+from rocketkube.client import ConsumerSettings, ProducerSettings
+from rocketkube.common.acl import Credentials
 from rocketkube.namesrv.app import NamesrvApp
 
 
@@ -171,3 +173,22 @@ def test_cpu_windows_best_and_median() -> None:
         "client_us_per_msg_median_window": 20.0,
         "cpu_windows": 3,
     }
+
+
+def test_the_sdk_benchmarks_build_client_settings_from_their_flags() -> None:
+    argv = "producer -g BenchGroup --send-timeout-ms 1500 --auto-batch --batch-max-delay-ms 5"
+    argv += " --access-key ak --secret-key sk -n 10.0.0.1:9876"
+    settings = runners.client_settings_from(cli.main_parser().parse_args(argv.split()))
+    assert settings.producer_settings("10.0.0.1:9876") == ProducerSettings(
+        group="BenchGroup",
+        namesrv_addr="10.0.0.1:9876",
+        send_timeout=1.5,
+        auto_batch=True,
+        batch_max_delay_ms=5,
+        credentials=Credentials("ak", "sk"),
+    )
+    argv = "consumer --prefill -n 10.0.0.1:9876"
+    settings = runners.client_settings_from(cli.main_parser().parse_args(argv.split()))
+    assert settings.consumer_settings("10.0.0.1:9876") == ConsumerSettings(
+        group="benchmark_consumer", namesrv_addr="10.0.0.1:9876", consume_from="first"
+    )

@@ -148,6 +148,12 @@ async def test_admin_cli_over_tls(
     code, out, err = await admin(namesrv, "clusterList", "--json")
     assert code == 0, err
     assert tls_broker.address in out
+    # sendMessage's producer connects with the same flags.
+    code, out, err = await admin(
+        namesrv, "sendMessage", "-t", topic, "-p", "over tls", "--json", *tls_flags(tls_certs)
+    )
+    assert code == 0, err
+    assert json.loads(out)["sendStatus"] == "SEND_OK"
     # Without a client certificate: one error line, no traceback.
     monkeypatch.delenv("ROCKETKUBE_TLS_CERT")
     monkeypatch.delenv("ROCKETKUBE_TLS_KEY")

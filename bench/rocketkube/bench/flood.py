@@ -31,6 +31,7 @@ from rocketkube.bench.broker import process_cpu_seconds
 from rocketkube.bench.stats import Report, Stats
 from rocketkube.client.admin.client import AdminClient
 from rocketkube.client.producer.producer import Producer
+from rocketkube.client.producer.settings import ProducerSettings
 from rocketkube.common import errors, runtime
 from rocketkube.common.message.model import Message
 
@@ -239,7 +240,11 @@ async def run_flood(
     pids = (broker_pid, namesrv_pid)
     memory = flood_audit.RssWatch({"broker": broker_pid, "name server": namesrv_pid})
     async with (
-        Producer(settings.group, namesrv, send_timeout=settings.send_timeout) as producer,
+        Producer(
+            settings=ProducerSettings(
+                group=settings.group, namesrv_addr=namesrv, send_timeout=settings.send_timeout
+            )
+        ) as producer,
         AdminClient(namesrv) as admin,
     ):
         sender = _Sender(producer, settings)

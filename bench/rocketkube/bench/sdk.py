@@ -23,7 +23,9 @@ from typing import Any
 from rocketkube.bench.stats import CpuWindows, Report, Stats
 from rocketkube.client.consumer.listener import ConsumeContext, ConsumeStatus
 from rocketkube.client.consumer.push import PushConsumer
+from rocketkube.client.consumer.settings import ConsumerSettings
 from rocketkube.client.producer.producer import Producer
+from rocketkube.client.producer.settings import ProducerSettings
 from rocketkube.client.producer.transaction import LocalTransactionState, TransactionProducer
 from rocketkube.common.acl import Credentials
 from rocketkube.common.errors import RocketKubeError
@@ -69,6 +71,30 @@ class ClientBenchSettings:
     young collections every 10,000 objects. Off: CPython's collector as it comes, which
     walks the thousands of sends in flight every 700 allocations (a tenth of the client's
     CPU at ``-w 1024``)."""
+
+    def producer_settings(self, namesrv_addr: str) -> ProducerSettings:
+        """The options of the benchmark's producer (and of the consumer benchmark's prefill,
+        in its own group): group, send timeout, batching, TLS and account."""
+        return ProducerSettings(
+            group=self.group,
+            namesrv_addr=namesrv_addr,
+            send_timeout=self.send_timeout,
+            auto_batch=self.auto_batch,
+            batch_max_delay_ms=self.batch_max_delay_ms,
+            tls=self.tls,
+            credentials=self.credentials,
+        )
+
+    def consumer_settings(self, namesrv_addr: str) -> ConsumerSettings:
+        """The options of the consumer benchmark's push consumer that both consumers share:
+        group, where it starts (the first offset after a prefill), TLS and account."""
+        return ConsumerSettings(
+            group=self.group,
+            namesrv_addr=namesrv_addr,
+            consume_from="first" if self.prefill else "last",
+            tls=self.tls,
+            credentials=self.credentials,
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -195,15 +221,7 @@ async def run_producer(
     """RocketMQ's ``Producer`` benchmark: sync sends of ``body_size`` bytes from
     ``workers`` concurrent senders of one :class:`Producer`, auto-batched or not."""
     body = b"x" * settings.body_size
-    async with Producer(
-        settings.group,
-        namesrv_addr,
-        send_timeout=settings.send_timeout,
-        tls=settings.tls,
-        credentials=settings.credentials,
-        auto_batch=settings.auto_batch,
-        batch_max_delay_ms=settings.batch_max_delay_ms,
-    ) as producer:
+    async with Producer(settings=settings.producer_settings(namesrv_addr)) as producer:
         await producer.fetch_publish_queues(settings.topic)
 
         async def send(seq: int) -> int:
@@ -259,12 +277,7 @@ async def run_tproducer(
     body = b"x" * settings.body_size
     listener = _BenchTransactions(settings)
     async with TransactionProducer(
-        settings.group,
-        listener,
-        namesrv_addr,
-        send_timeout=settings.send_timeout,
-        tls=settings.tls,
-        credentials=settings.credentials,
+        None, listener, settings=settings.producer_settings(namesrv_addr)
     ) as producer:
         await producer.fetch_publish_queues(settings.topic)
 
@@ -288,12 +301,8 @@ async def run_tproducer(
 async def _prefill(namesrv_addr: str, settings: ClientBenchSettings) -> None:
     """Send ``settings.messages`` messages (the consumer benchmark's input)."""
     body = b"x" * settings.body_size
-    prefill = Producer(
-        f"{settings.group}_prefill",
-        namesrv_addr,
-        tls=settings.tls,
-        credentials=settings.credentials,
-    )
+    own = settings.producer_settings(namesrv_addr)
+    prefill = Producer(settings=dataclasses.replace(own, group=f"{settings.group}_prefill"))
     async with prefill as producer:
         window = asyncio.Semaphore(max(settings.workers, 1))
 
@@ -336,14 +345,10 @@ async def run_consumer(
         return ConsumeStatus.CONSUME_SUCCESS
 
     consumer = PushConsumer(
-        settings.group,
-        namesrv_addr,
-        consume_from="first" if settings.prefill else "last",
+        settings=settings.consumer_settings(namesrv_addr),
         consume_concurrency=settings.workers,
         consume_batch_size=32,
         rebalance_interval=5.0,
-        tls=settings.tls,
-        credentials=settings.credentials,
     )
     await consumer.subscribe(settings.topic, settings.tags or "*")
     consumer.register_listener(on_messages)

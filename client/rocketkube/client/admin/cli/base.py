@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from rocketkube.client.admin.client import AdminClient
+from rocketkube.client.producer.settings import ProducerSettings
 
 __all__ = [
     "Session",
@@ -56,6 +57,16 @@ class Session:
     def namesrv_addr(self) -> str:
         addr: str = self.args.namesrv_addr
         return addr
+
+    def producer_settings(self, group: str) -> ProducerSettings:
+        """A producer of ``group`` on the cluster the flags name, with the admin client's
+        TLS and account (``--tls*``, ``--access-key``/``--secret-key``)."""
+        return ProducerSettings(
+            group=group,
+            namesrv_addr=self.namesrv_addr,
+            tls=self.admin.tls,
+            credentials=self.admin.credentials,
+        )
 
 
 Handler = Callable[[Session], Awaitable[None]]

@@ -123,7 +123,7 @@ async def _send_message(session: Session) -> None:
     queue = None
     if args.broker is not None and args.qid is not None:
         queue = routing.MessageQueue(args.topic, args.broker, args.qid)
-    async with Producer(str(_now_ms()), session.namesrv_addr) as producer:
+    async with Producer(settings=session.producer_settings(str(_now_ms()))) as producer:
         result = await producer.send(message, queue=queue)
     data = {
         "brokerName": result.queue.broker_name,
