@@ -13,6 +13,8 @@ Module map (the public names are exported by :mod:`rocketkube.client`):
   answer without I/O (also the admin client's one-shot pull).
 - ``listener``: what a listener is given and returns; ``selector``: TAG or SQL92
   subscriptions.
+- ``settings``: :class:`~rocketkube.client.consumer.settings.ConsumerSettings`, the options
+  both consumers share as one frozen value.
 - ``running_info``, ``push_running_info`` and ``consume_stats``: what a consumer reports
   to GET_CONSUMER_RUNNING_INFO.
 

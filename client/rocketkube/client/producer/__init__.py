@@ -5,6 +5,8 @@ Module map (the public names are exported by :mod:`rocketkube.client`):
 - ``producer``: :class:`~rocketkube.client.producer.producer.Producer`, the asyncio producer
   (sync, async, oneway, batch and ordered sends, retries to another broker).
 - ``transaction``: the transactional producer and its broker-side state checks.
+- ``settings``: :class:`~rocketkube.client.producer.settings.ProducerSettings`, every
+  option of a producer as one frozen value.
 - ``outgoing``: a message made ready to send (validated, compressed, properties encoded).
 - ``send_result``: what a send returns, read from SEND_MESSAGE's response.
 - ``queue_selectors``: queue selectors for ordered sends.
