@@ -34,6 +34,7 @@ COPY common/ common/
 COPY namesrv/ namesrv/
 COPY broker/ broker/
 COPY client/ client/
+COPY bench/ bench/
 COPY operator/ operator/
 COPY spark/ spark/
 COPY launcher/ launcher/

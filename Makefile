@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-SOURCES := common namesrv broker client operator spark launcher tests hatch_build.py tools
+SOURCES := common namesrv broker client bench operator spark launcher tests hatch_build.py tools
 NODE_DIR := tests/interop/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed-stamp
 
@@ -58,24 +58,24 @@ run: install
 # a harness running pods as real processes in network namespaces; prints a KUBECONFIG for
 # kubectl. `make sandbox SANDBOX_ARGS=--demo` also runs a small BrokerCluster's pods.
 sandbox: install
-	$(PY) tests/support/sandbox.py $(SANDBOX_ARGS)
+	PYTHONPATH=tests/support $(PY) tools/sandbox.py $(SANDBOX_ARGS)
 
 # Hostile input (docs/reliability.md): a long fuzz run of every decoder a peer reaches,
 # printing inputs tried and failures per decoder. `make fuzz FUZZ_ARGS='--examples 5000'`
 .PHONY: fuzz
 fuzz: install
-	$(PY) tests/support/fuzz_decoders.py $(FUZZ_ARGS)
+	PYTHONPATH=tests/support $(PY) tools/fuzz_decoders.py $(FUZZ_ARGS)
 
 # Figures of the operator against the emulated API server (not a test: it prints numbers).
 # `make bench-operator BENCH_ARGS='--topics 100 --json'`
 bench-operator: install
-	$(PY) tests/support/bench_operator.py $(BENCH_ARGS)
+	PYTHONPATH=tests/support $(PY) tools/bench_operator.py $(BENCH_ARGS)
 
 # Figures of the Spark data source on local[2] (not a test: it prints numbers): batch read of
 # 1,000,000 100-byte messages beside the same rows from Parquet, and the archive job.
 # `make bench-spark BENCH_ARGS='--messages 100000 --json'`
 bench-spark: install
-	PYTHONPATH=tests/support $(PY) tests/spark/bench_spark.py $(BENCH_ARGS)
+	PYTHONPATH=tests/support $(PY) tools/bench_spark.py $(BENCH_ARGS)
 
 # Grafana dashboards as code (tools/dashboards): the JSON the Helm chart ships; a test fails
 # when stale. The monitoring tests need Debian's prometheus (prometheus and promtool): installed

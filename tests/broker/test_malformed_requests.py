@@ -11,9 +11,9 @@ import time
 import aiohttp
 import pytest
 
+from rocketkube.bench import flooder
 from rocketkube.broker.app import BrokerApp
-from rocketkube.client.bench import flooder
-from rocketkube.client.producer import Producer
+from rocketkube.client.producer.producer import Producer
 from rocketkube.common.message.model import Message
 from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import ResponseCode

@@ -15,8 +15,8 @@ from slow_proxy import slow_proxy
 from waiting import WAIT_SECONDS
 
 from rocketkube.broker.app import BrokerApp
-from rocketkube.client.admin import AdminClient
-from rocketkube.client.producer import Producer
+from rocketkube.client.admin.client import AdminClient
+from rocketkube.client.producer.producer import Producer
 from rocketkube.common.message.model import Message
 from rocketkube.common.protocol import route
 from rocketkube.common.remoting.client import RemotingClient

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from waiting import wait_until
 
+from rocketkube.bench import cli as bench_cli
+from rocketkube.bench import runners as bench_runners
 from rocketkube.broker.app import BrokerApp
 from rocketkube.client import (
     AdminClient,
@@ -24,10 +26,8 @@ from rocketkube.client import (
     NoPermissionError,
     Producer,
     PushConsumer,
-    admin_cli,
 )
-from rocketkube.client.bench import cli as bench_cli
-from rocketkube.client.bench import runners as bench_runners
+from rocketkube.client.admin import cli as admin_cli
 from rocketkube.namesrv.app import NamesrvApp
 
 StartBroker = Callable[..., Awaitable[BrokerApp]]
@@ -127,6 +127,11 @@ async def test_admin_cli_signs_with_flags_or_environment(
                                  "--secret-key", "admin-secret")  # fmt: skip
     assert code == 0, err
     assert f"create topic to {acl_broker.address} success." in out
+    # sendMessage's producer signs with the same flags.
+    signed = ("--access-key", "admin-user", "--secret-key", "admin-secret")
+    code, out, err = await admin(namesrv, "sendMessage", "-t", "CliTopic", "-p", "signed", *signed)
+    assert code == 0, err
+    assert "SEND_OK" in out
     monkeypatch.setenv("ROCKETKUBE_ACCESS_KEY", "app-user")
     monkeypatch.setenv("ROCKETKUBE_SECRET_KEY", "app-secret")
     code, out, err = await admin(namesrv, *update)

@@ -24,7 +24,7 @@ from rocketkube.client import (
     MQClientError,
     SendStatus,
 )
-from rocketkube.client.listener import ConsumeContext, ConsumeStatus
+from rocketkube.client.consumer.listener import ConsumeContext, ConsumeStatus
 from rocketkube.client.sync import AdminClient, LitePullConsumer, Producer, PushConsumer
 from rocketkube.namesrv.app import NamesrvApp
 

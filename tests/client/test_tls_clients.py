@@ -13,6 +13,8 @@ import pytest
 from certs import CertFiles
 from waiting import wait_until
 
+from rocketkube.bench import cli as bench_cli
+from rocketkube.bench import runners as bench_runners
 from rocketkube.broker.app import BrokerApp
 from rocketkube.client import (
     AdminClient,
@@ -25,10 +27,8 @@ from rocketkube.client import (
     Producer,
     PushConsumer,
     TlsConfig,
-    admin_cli,
 )
-from rocketkube.client.bench import cli as bench_cli
-from rocketkube.client.bench import runners as bench_runners
+from rocketkube.client.admin import cli as admin_cli
 from rocketkube.namesrv.app import NamesrvApp
 from rocketkube.namesrv.settings import NamesrvSettings
 
@@ -148,6 +148,12 @@ async def test_admin_cli_over_tls(
     code, out, err = await admin(namesrv, "clusterList", "--json")
     assert code == 0, err
     assert tls_broker.address in out
+    # sendMessage's producer connects with the same flags.
+    code, out, err = await admin(
+        namesrv, "sendMessage", "-t", topic, "-p", "over tls", "--json", *tls_flags(tls_certs)
+    )
+    assert code == 0, err
+    assert json.loads(out)["sendStatus"] == "SEND_OK"
     # Without a client certificate: one error line, no traceback.
     monkeypatch.delenv("ROCKETKUBE_TLS_CERT")
     monkeypatch.delenv("ROCKETKUBE_TLS_KEY")

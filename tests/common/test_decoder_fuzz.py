@@ -1,7 +1,7 @@
 """Every decoder a peer can reach (tests/support/decoder_targets.py), fed arbitrary bytes and
 mutated valid encodings, raises only the errors it declares; a server fed such frames
 closes only the connection that sent them. A few examples per decoder here;
-tests/support/fuzz_decoders.py (``make fuzz``) runs many and prints figures."""
+tools/fuzz_decoders.py (``make fuzz``) runs many and prints figures."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from rocketkube.client.admin import AdminClient
+from rocketkube.client.admin.client import AdminClient
 from rocketkube.client.errors import MQBrokerError
 from rocketkube.common.protocol.admin_bodies import ConsumerConnection, MessageQueue
 from rocketkube.common.remoting.codes import ResponseCode

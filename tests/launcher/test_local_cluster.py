@@ -11,7 +11,7 @@ from pathlib import Path
 from ports import free_ports
 from waiting import WAIT_SECONDS, wait_for_value
 
-from rocketkube.client.admin import AdminClient
+from rocketkube.client.admin.client import AdminClient
 from rocketkube.common.errors import RocketKubeError
 
 LOOPBACK = "0100007F"  # 127.0.0.1 as /proc/net/tcp writes it

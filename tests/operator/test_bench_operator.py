@@ -1,10 +1,11 @@
-"""The operator's benchmark script (``tests/support/bench_operator.py``), run for real with
+"""The operator's benchmark script (``tools/bench_operator.py``), run for real with
 a handful of Topics: it prints every figure it promises, as JSON and as lines for a
 person, and leaves no process behind. Behaviour only, never speed."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,8 @@ from bench_operator import request_key
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="no kubectl")
 
-SCRIPT = Path(__file__).parents[1] / "support" / "bench_operator.py"
+CHECKOUT = Path(__file__).resolve().parents[2]
+SCRIPT = CHECKOUT / "tools" / "bench_operator.py"
 TOPICS = 5
 API = "/apis/rocketkube.io/v1alpha1"
 
@@ -44,6 +46,7 @@ def test_a_small_run_prints_every_figure() -> None:
         [sys.executable, str(SCRIPT), "--topics", str(TOPICS), "--steady", "1", "--json",
          "--timeout", "300"],
         capture_output=True, text=True, timeout=420, check=False,
+        env={**os.environ, "PYTHONPATH": str(CHECKOUT / "tests" / "support")},  # as make runs it
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     figures = json.loads(done.stdout)

@@ -24,8 +24,8 @@ from operator_harness import (
 from waiting import wait_until
 
 from rocketkube.broker.app import BrokerApp
-from rocketkube.client.admin import AdminClient
-from rocketkube.client.producer import Producer
+from rocketkube.client.admin.client import AdminClient
+from rocketkube.client.producer.producer import Producer
 from rocketkube.common.message.model import Message
 from rocketkube.namesrv.app import NamesrvApp
 from rocketkube.operator.api import names

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import os
 import signal
 import subprocess
 import sys
@@ -391,11 +392,13 @@ def sandbox_ready(workdir: Path) -> Iterator[tuple[subprocess.Popen[str], list[s
     """``make sandbox SANDBOX_ARGS=--demo`` as a developer runs it (one broker), once its
     broker is Ready: the process, its output so far, and the bridge it made. Killed at the
     end if still running (and after 60 s in any case)."""
-    script = Path(__file__).parents[1] / "support" / "sandbox.py"
+    checkout = Path(__file__).resolve().parents[2]
+    script = checkout / "tools" / "sandbox.py"
+    env = {**os.environ, "PYTHONPATH": str(checkout / "tests" / "support")}  # as make runs it
     sandbox = subprocess.Popen(
         [sys.executable, str(script), "--demo", "--replicas", "1", "--workdir", str(workdir),
          "--probe-period-cap", "0.5"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )  # fmt: skip
     deadline = threading.Timer(60, sandbox.kill)  # a hung sandbox fails the test, not CI
     deadline.start()

@@ -24,7 +24,7 @@ def test_the_operator_package_is_ours() -> None:
 
 def test_no_init_module_shadows_a_source_root() -> None:
     root = Path(__file__).resolve().parents[2]
-    for source_root in ("common", "namesrv", "broker", "client", "operator"):
+    for source_root in ("common", "namesrv", "broker", "client", "bench", "operator"):
         assert not (root / source_root / "__init__.py").exists()
         assert not (root / source_root / "rocketkube" / "__init__.py").exists()
     assert not list((root / "tests").rglob("__init__.py"))

@@ -20,7 +20,7 @@ from spark_cluster import Cluster, CreateTopic, child_cluster
 from waiting import WAIT_SECONDS
 
 from rocketkube.client import sync
-from rocketkube.client.admin import AdminClient
+from rocketkube.client.admin.client import AdminClient
 from rocketkube.client.errors import MQClientError
 from rocketkube.common.errors import RemotingError
 

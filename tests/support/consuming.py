@@ -8,8 +8,8 @@ from typing import Any
 
 from waiting import wait_until
 
-from rocketkube.client.listener import ConsumeContext, ConsumeStatus
-from rocketkube.client.push_consumer import PushConsumer
+from rocketkube.client.consumer.listener import ConsumeContext, ConsumeStatus
+from rocketkube.client.consumer.push import PushConsumer
 from rocketkube.common.message.model import MessageExt
 
 __all__ = ["consume_until_all"]

@@ -16,7 +16,7 @@ another exception leaking from its insides.
                        slave), the slave's offset reports (read by a master)
 
 Used by tests/common/test_decoder_fuzz.py (a few examples each, in ``make test``) and by
-tests/support/fuzz_decoders.py (many, printing figures).
+tools/fuzz_decoders.py (many, printing figures).
 """
 
 from __future__ import annotations

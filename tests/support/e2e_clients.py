@@ -28,10 +28,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocketkube.client.listener import ConsumeContext, ConsumeStatus
-from rocketkube.client.producer import Producer
-from rocketkube.client.push_consumer import PushConsumer
-from rocketkube.client.send_result import SendResult, SendStatus
+from rocketkube.client.consumer.listener import ConsumeContext, ConsumeStatus
+from rocketkube.client.consumer.push import PushConsumer
+from rocketkube.client.producer.producer import Producer
+from rocketkube.client.producer.send_result import SendResult, SendStatus
 from rocketkube.common.errors import RocketKubeError
 from rocketkube.common.message.model import Message, MessageExt
 

@@ -29,8 +29,8 @@ import kubelet_dns as dns
 from kube_api_cluster import Cluster
 from kube_api_store import Change
 from kubelet import RunningKubelet
+from kubelet_pod import describe
 from operator_harness import UNREACHABLE, conditions
-from sandbox import describe
 
 __all__ = [
     "CUSTOM_KINDS",

@@ -27,7 +27,7 @@ from typing import Any
 from e2e_cluster import Scene, pod_ready, resolve
 from operator_harness import Kubectl, events_of
 
-from rocketkube.client.admin import AdminClient
+from rocketkube.client.admin.client import AdminClient
 from rocketkube.client.errors import TopicNotExistError
 from rocketkube.common.protocol import permission
 from rocketkube.operator.api import names

@@ -41,7 +41,7 @@ from kubelet_container import Backoff, ContainerRuntime, Launch, StopSignal
 from kubelet_net import Network, PodNet
 from kubelet_spec import Lookup
 
-__all__ = ["Node", "PodRuntime", "pod_status"]
+__all__ = ["Node", "PodRuntime", "describe", "pod_status"]
 
 _CONDITIONS = ("PodScheduled", "Initialized", "ContainersReady", "Ready")
 
@@ -308,3 +308,18 @@ class PodRuntime:
         except ApiError as error:
             if error.code not in (404, 409, 422):
                 raise
+
+
+def describe(pod: dict[str, Any]) -> str:
+    """One line for a pod: namespace/name, phase, readiness, restarts, IP."""
+    metadata, status = pod["metadata"], pod.get("status") or {}
+    containers = status.get("containerStatuses") or []
+    ready = sum(1 for c in containers if c.get("ready"))
+    restarts = sum(int(c.get("restartCount", 0)) for c in containers)
+    waiting = [c["state"]["waiting"].get("reason", "") for c in containers
+               if "waiting" in c.get("state", {})]  # fmt: skip
+    phase = "Terminating" if metadata.get("deletionTimestamp") else status.get("phase", "?")
+    return (
+        f"{metadata['namespace']}/{metadata['name']}: {phase} {' '.join(waiting)} "
+        f"ready {ready}/{len(containers)} restarts {restarts} ip {status.get('podIP', '-')}"
+    )

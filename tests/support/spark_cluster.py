@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocketkube.bench.local_cluster import local_broker, local_namesrv
 from rocketkube.client import Message, sync
-from rocketkube.client.bench.local_cluster import local_broker, local_namesrv
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common.acl import Credentials
 

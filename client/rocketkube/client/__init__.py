@@ -20,6 +20,10 @@ Public API::
 Also :class:`LitePullConsumer` (poll/commit/seek), :class:`TransactionProducer`,
 :class:`AdminClient` (typed admin API) and the blocking facade :mod:`rocketkube.client.sync`.
 
+Options come as keyword arguments or as one frozen value: :class:`ProducerSettings`
+(``Producer(settings=ProducerSettings(group="my-group", send_timeout=5.0))``) and
+:class:`ConsumerSettings` (what both consumers share).
+
 Every client takes ``tls=True`` (TLS, trusting the system's CAs) or a :class:`TlsConfig`
 (a CA file, a client certificate and key, the server-name check on or off), and
 ``credentials=(access_key, secret_key)`` (or :class:`Credentials`) to sign every request
@@ -29,14 +33,26 @@ Errors: :class:`MQClientError` and its subclasses (see :mod:`rocketkube.client.e
 plus the transport errors of :mod:`rocketkube.common.errors`, re-exported here.
 """
 
-from rocketkube.client.admin import AdminClient
-from rocketkube.client.allocation import (
+from rocketkube.client.admin.client import AdminClient
+from rocketkube.client.consumer.allocation import (
     AllocateByConfig,
     AllocateStrategy,
     allocate_averagely,
     allocate_averagely_by_circle,
     allocate_by_consistent_hash,
 )
+from rocketkube.client.consumer.listener import (
+    ConsumeContext,
+    ConsumeOrderlyStatus,
+    ConsumeStatus,
+    MessageListener,
+    OrderlyMessageListener,
+)
+from rocketkube.client.consumer.lite_pull import ConsumeFrom, LitePullConsumer
+from rocketkube.client.consumer.pull import PullResult, PullStatus
+from rocketkube.client.consumer.push import MessageModel, PushConsumer
+from rocketkube.client.consumer.selector import MessageSelector
+from rocketkube.client.consumer.settings import ConsumerSettings
 from rocketkube.client.errors import (
     BrokerBusyError,
     ClientStateError,
@@ -50,15 +66,7 @@ from rocketkube.client.errors import (
     TopicNotExistError,
     for_code,
 )
-from rocketkube.client.listener import (
-    ConsumeContext,
-    ConsumeOrderlyStatus,
-    ConsumeStatus,
-    MessageListener,
-    OrderlyMessageListener,
-)
-from rocketkube.client.lite_pull import ConsumeFrom, LitePullConsumer
-from rocketkube.client.producer import (
+from rocketkube.client.producer.producer import (
     MessageQueueSelector,
     Producer,
     RoundRobinSelector,
@@ -67,16 +75,14 @@ from rocketkube.client.producer import (
     SendStatus,
     select_by_hash,
 )
-from rocketkube.client.pull import PullResult, PullStatus
-from rocketkube.client.push_consumer import MessageModel, PushConsumer
-from rocketkube.client.routing import MessageQueue, select_queue
-from rocketkube.client.selector import MessageSelector
-from rocketkube.client.transaction import (
+from rocketkube.client.producer.settings import ProducerSettings
+from rocketkube.client.producer.transaction import (
     LocalTransactionState,
     TransactionListener,
     TransactionProducer,
     TransactionSendResult,
 )
+from rocketkube.client.routing import MessageQueue, select_queue
 from rocketkube.common.acl import Credentials
 from rocketkube.common.errors import (
     ConnectionClosedError,
@@ -100,6 +106,7 @@ __all__ = [
     "ConsumeFrom",
     "ConsumeOrderlyStatus",
     "ConsumeStatus",
+    "ConsumerSettings",
     "Credentials",
     "LitePullConsumer",
     "LocalTransactionState",
@@ -117,6 +124,7 @@ __all__ = [
     "NoPermissionError",
     "OrderlyMessageListener",
     "Producer",
+    "ProducerSettings",
     "PullResult",
     "PullStatus",
     "PushConsumer",

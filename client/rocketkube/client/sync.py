@@ -28,15 +28,15 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
 
-from rocketkube.client import admin as aio_admin
-from rocketkube.client import lite_pull as aio_lite_pull
-from rocketkube.client import producer as aio_producer
-from rocketkube.client import push_consumer as aio_push
+from rocketkube.client.admin import client as aio_admin
+from rocketkube.client.consumer import lite_pull as aio_lite_pull
+from rocketkube.client.consumer import push as aio_push
+from rocketkube.client.consumer.listener import ConsumeContext, ConsumeOrderlyStatus, ConsumeStatus
+from rocketkube.client.consumer.selector import Selector
 from rocketkube.client.errors import ClientStateError
 from rocketkube.client.lifecycle import AsyncLifecycle
-from rocketkube.client.listener import ConsumeContext, ConsumeOrderlyStatus, ConsumeStatus
+from rocketkube.client.producer import producer as aio_producer
 from rocketkube.client.routing import MessageQueue
-from rocketkube.client.selector import Selector
 from rocketkube.common.message.model import Message, MessageExt
 
 __all__ = ["AdminClient", "LitePullConsumer", "Producer", "PushConsumer", "SyncClient"]
@@ -166,7 +166,9 @@ class SyncClient(Generic[C]):
 class Producer(SyncClient[aio_producer.Producer]):
     """:class:`rocketkube.client.Producer`, blocking; the same arguments."""
 
-    def __init__(self, group: str, namesrv_addr: str = "127.0.0.1:9876", **options: Any) -> None:
+    def __init__(
+        self, group: str | None = None, namesrv_addr: str = "127.0.0.1:9876", **options: Any
+    ) -> None:
         super().__init__(lambda: aio_producer.Producer(group, namesrv_addr, **options))
 
     def send(
@@ -206,7 +208,9 @@ class Producer(SyncClient[aio_producer.Producer]):
 class LitePullConsumer(SyncClient[aio_lite_pull.LitePullConsumer]):
     """:class:`rocketkube.client.LitePullConsumer`, blocking; the same arguments."""
 
-    def __init__(self, group: str, namesrv_addr: str = "127.0.0.1:9876", **options: Any) -> None:
+    def __init__(
+        self, group: str | None = None, namesrv_addr: str = "127.0.0.1:9876", **options: Any
+    ) -> None:
         super().__init__(lambda: aio_lite_pull.LitePullConsumer(group, namesrv_addr, **options))
 
     def subscribe(self, topic: str, expression: Selector = "*") -> None:
@@ -264,10 +268,13 @@ class PushConsumer(SyncClient[aio_push.PushConsumer]):
     waits for running listeners up to ``shutdown_timeout`` and persists offsets.
     """
 
-    def __init__(self, group: str, namesrv_addr: str = "127.0.0.1:9876", **options: Any) -> None:
+    def __init__(
+        self, group: str | None = None, namesrv_addr: str = "127.0.0.1:9876", **options: Any
+    ) -> None:
+        name = group if group is not None else getattr(options.get("settings"), "group", "")
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=int(options.get("consume_concurrency", 20)),
-            thread_name_prefix=f"rocketkube-consume-{group}",
+            thread_name_prefix=f"rocketkube-consume-{name}",
         )
         try:
             super().__init__(lambda: aio_push.PushConsumer(group, namesrv_addr, **options))

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Mapping
 
 from rocketkube.client import sync
-from rocketkube.client.admin import AdminClient
+from rocketkube.client.admin.client import AdminClient
 from rocketkube.client.errors import TopicNotExistError
 from rocketkube.client.routing import MessageQueue
 from rocketkube.spark import offsets

@@ -24,8 +24,8 @@ import asyncio
 import logging
 from typing import Final
 
-from rocketkube.client.admin import AdminClient
-from rocketkube.client.pull import PullResult, PullStatus
+from rocketkube.client.admin.client import AdminClient
+from rocketkube.client.consumer.pull import PullResult, PullStatus
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common.message.model import MessageExt
 from rocketkube.spark import offsets

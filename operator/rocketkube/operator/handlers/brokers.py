@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Final
 
-from rocketkube.client.admin import AdminClient
+from rocketkube.client.admin.client import AdminClient
 from rocketkube.client.errors import MQClientError, TopicNotExistError
 from rocketkube.common.errors import RocketKubeError
 from rocketkube.common.protocol import permission
