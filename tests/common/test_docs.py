@@ -19,7 +19,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 CODE_ROOTS = (
-    "common", "namesrv", "broker", "client", "bench", "operator", "launcher", "tests", "tools",
+    "common",
+    "namesrv",
+    "broker",
+    "client",
+    "bench",
+    "operator",
+    "launcher",
+    "tests",
+    "tools",
 )
 CODE_SUFFIXES = frozenset({".py", ".pyx", ".pxi"})
 TEXT_SUFFIXES = CODE_SUFFIXES | {".md", ".toml", ".cfg", ".ini", ".txt", ".yaml", ".yml"}
