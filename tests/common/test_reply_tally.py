@@ -43,3 +43,10 @@ def test_each_request_code_and_result_is_its_own_key() -> None:
     tally, rest = counted([310, 310, 310, 10, 34, 310], kinds)
     assert tally == {(310, 0): 6, (310, 1): 2, (10, 0): 1, (34, None): 1}
     assert rest == [2]
+
+
+def test_a_run_answered_at_once_is_counted_whole() -> None:
+    tally, rest = counted([310] * 4, ["templated"] * 4)
+    assert (tally, rest) == ({(310, 0): 9}, [])
+    tally, rest = counted([310, 310, 10, 310], ["templated", "error", "ok", "templated"])
+    assert (tally, rest) == ({(310, 0): 7, (310, 1): 1, (10, 0): 1}, [])

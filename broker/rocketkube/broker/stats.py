@@ -41,11 +41,18 @@ class LatencyHistogram(Collector):
 
     def observe_many(self, seconds: list[float]) -> None:
         """:meth:`observe` of each, in one call (a run of pipelined sends): the sends of a
-        run share their start, so equal values are counted together (in C) first."""
+        run share their start, so a run of one value is counted at once, and otherwise
+        equal values are counted together (in C) first."""
+        if not seconds:
+            return
         counts = self._counts
         where = bisect.bisect_left
-        for value, times in collections.Counter(seconds).items():
-            counts[where(LATENCY_BUCKETS, value)] += times
+        first = seconds[0]
+        if seconds.count(first) == len(seconds):
+            counts[where(LATENCY_BUCKETS, first)] += len(seconds)
+        else:
+            for value, times in collections.Counter(seconds).items():
+                counts[where(LATENCY_BUCKETS, value)] += times
         self._sum += sum(seconds)
 
     def collect(self) -> Iterator[HistogramMetricFamily]:
