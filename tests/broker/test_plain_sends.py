@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.processors import send
+from rocketkube.broker.processors.send import processor as send
 from rocketkube.broker.store import InnerMessage, records
 from rocketkube.broker.store.records import PreparedSend as Ready
 from rocketkube.common.protocol.topic_config import TopicConfig

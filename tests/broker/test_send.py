@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.processors import send
+from rocketkube.broker.processors.send import processor as send
 from rocketkube.broker.settings import BrokerRole, BrokerSettings
 from rocketkube.broker.topics import TopicConfigManager
 from rocketkube.common.message import ids, record

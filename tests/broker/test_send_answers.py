@@ -1,11 +1,11 @@
-"""The answers of stored sends (``send_answers``): a run that waits for nothing and the
+"""The answers of stored sends (``send.answers``): a run that waits for nothing and the
 sends that waited for a flush are answered from a template naming each send's message
 ids (joined for a batch), queue and queue offset, with each one's latency and, for a
 run, the messages and body bytes tallied per topic."""
 
 from __future__ import annotations
 
-from rocketkube.broker.processors.send_answers import Reply, stored_answers, waited_answers
+from rocketkube.broker.processors.send.answers import Reply, stored_answers, waited_answers
 from rocketkube.broker.store import AppendResult, InnerMessage
 from rocketkube.broker.store.records import PreparedSend as Ready
 from rocketkube.common.remoting.frame import ResponseTemplate, TemplatedResponse

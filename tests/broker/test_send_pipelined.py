@@ -13,7 +13,7 @@ from typing import cast
 import pytest
 
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.processors import send
+from rocketkube.broker.processors.send import processor as send
 from rocketkube.broker.settings import BrokerSettings
 from rocketkube.broker.store import FlushDiskType, MessageStore
 from rocketkube.broker.store.mapped_file import MappedFile

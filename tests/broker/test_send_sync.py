@@ -16,7 +16,7 @@ from rocketkube.broker.consumers.clients import ClientManager
 from rocketkube.broker.consumers.groups import SubscriptionGroupManager
 from rocketkube.broker.consumers.offsets import ConsumerOffsetManager
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.processors import send
+from rocketkube.broker.processors.send import processor as send
 from rocketkube.broker.settings import BrokerSettings
 from rocketkube.broker.stats import BrokerStats
 from rocketkube.broker.store import FlushDiskType, MessageStore

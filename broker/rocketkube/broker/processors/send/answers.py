@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.processors.send_state import Waiting
+from rocketkube.broker.processors.send.state import Waiting
 from rocketkube.broker.settings import BrokerRole
 from rocketkube.broker.store import AppendResult, PutResult, PutStatus
 from rocketkube.broker.store.records import PreparedSend
@@ -91,7 +91,7 @@ def waited_answers(
     latencies: list[float],
 ) -> list[RemotingCommand | None]:
     """The answers, from ``template``, of the sends that waited for a flush (in the
-    parallel lists of :class:`~.send_state.Waiting`: each one's messages are
+    parallel lists of :class:`~.state.Waiting`: each one's messages are
     ``appended[first:end]``), each one's latency until ``now`` appended to ``latencies``."""
     answers: list[RemotingCommand | None] = []
     add = answers.append

@@ -1,4 +1,4 @@
-"""Send-path throughput probe (not a test): ``.venv/bin/python tests/broker/bench_send.py``.
+"""Send-path throughput probe (not a test): ``.venv/bin/python tools/bench_send.py``.
 
 One process, one event loop: a RemotingServer serving the send processors over a real
 store in a temporary directory, and a client on 127.0.0.1 pipelining SEND_MESSAGE_V2
@@ -46,7 +46,7 @@ from rocketkube.broker.consumers.clients import ClientManager
 from rocketkube.broker.consumers.groups import SubscriptionGroupManager
 from rocketkube.broker.consumers.offsets import ConsumerOffsetManager
 from rocketkube.broker.context import BrokerContext
-from rocketkube.broker.processors import send
+from rocketkube.broker.processors.send import processor as send
 from rocketkube.broker.settings import BrokerSettings
 from rocketkube.broker.stats import BrokerStats
 from rocketkube.broker.store import (

@@ -58,9 +58,9 @@ from typing import Final
 
 from rocketkube.broker import topics as topic_names
 from rocketkube.broker.context import BrokerContext, RoutePublisher
-from rocketkube.broker.processors import send_batch
-from rocketkube.broker.processors.send_answers import Reply, SendAnswers
-from rocketkube.broker.processors.send_state import TopicState, Waiting
+from rocketkube.broker.processors.send import batch as send_batch
+from rocketkube.broker.processors.send.answers import Reply, SendAnswers
+from rocketkube.broker.processors.send.state import TopicState, Waiting
 from rocketkube.broker.settings import BrokerRole
 from rocketkube.broker.store import (
     DispatchHints,

@@ -1,4 +1,4 @@
-"""What the send path (:mod:`.send`) carries between its stages: a topic's cached checks
+"""What the send path (:mod:`.processor`) carries between its stages: a topic's cached checks
 and the stored sends waiting for their flush (a checked send is a
 :class:`~rocketkube.broker.store.records.PreparedSend`)."""
 
