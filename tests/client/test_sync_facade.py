@@ -26,6 +26,7 @@ from rocketkube.client import (
 )
 from rocketkube.client.consumer.listener import ConsumeContext, ConsumeStatus
 from rocketkube.client.sync import AdminClient, LitePullConsumer, Producer, PushConsumer
+from rocketkube.common.names import TopicName
 from rocketkube.namesrv.app import NamesrvApp
 
 SEND_TIMEOUT = 30.0  # the machine running the tests may stall for seconds
@@ -64,7 +65,7 @@ async def test_produce_consume_and_admin_through_the_blocking_facade(
     topic, group = names
     await create_topic(topic)
 
-    def admin_list() -> list[str]:
+    def admin_list() -> list[TopicName]:
         with AdminClient(namesrv.address) as admin:
             return admin.run(lambda a: a.topic_list(), timeout=WAIT_SECONDS)
 

@@ -12,6 +12,7 @@ from rocketkube.client.errors import ClientStateError, MQClientError, for_code
 from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.common import acl
 from rocketkube.common import errors as common_errors
+from rocketkube.common.names import TopicName
 from rocketkube.common.protocol import namesrv_headers as nh
 from rocketkube.common.protocol import route as rt
 from rocketkube.common.remoting.client import RemotingClient
@@ -178,7 +179,7 @@ class AdminBase(AsyncLifecycle):
         response = await self._any_namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)
         return rt.ClusterInfo.decode(response.body)
 
-    async def topic_list(self) -> list[str]:
+    async def topic_list(self) -> list[TopicName]:
         """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): every topic the name server routes."""
         response = await self._any_namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
         return rt.decode_topic_list(response.body)
