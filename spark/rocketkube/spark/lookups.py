@@ -15,6 +15,7 @@ from rocketkube.client import sync
 from rocketkube.client.admin.client import AdminClient
 from rocketkube.client.errors import TopicNotExistError
 from rocketkube.client.routing import MessageQueue
+from rocketkube.common.names import BrokerName
 from rocketkube.spark import offsets
 from rocketkube.spark import options as opts
 
@@ -99,7 +100,7 @@ class Planner:
                 *(
                     admin.update_consumer_offset(group, _mq(queue), offset, broker_addr=addr)
                     for queue, offset in positions.items()
-                    if (addr := addrs[queue.topic].get(queue.broker_name)) is not None
+                    if (addr := addrs[queue.topic].get(BrokerName(queue.broker_name))) is not None
                 )
             )
 
