@@ -73,7 +73,9 @@ class AdminClient(AdminQueues):
     ``True`` or a :class:`~rocketkube.common.remoting.tls.TlsConfig` connects with TLS.
     ``credentials``: ``(access_key, secret_key)`` or a
     :class:`~rocketkube.common.acl.Credentials` signs every request (admin requests need
-    an admin account).
+    an admin account). The same options come as one
+    :class:`~rocketkube.client.admin.settings.AdminSettings` with ``settings=`` (then
+    neither ``namesrv_addr`` nor another option is given); :attr:`settings` holds them.
     """
 
     # -- topics -------------------------------------------------------------------------
