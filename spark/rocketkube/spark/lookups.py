@@ -27,7 +27,7 @@ class Planner:
 
     def __init__(self, options: opts.ReadOptions) -> None:
         self.options = options
-        self._admin = sync.AdminClient(options.namesrv_addr, **options.security.client_kwargs())
+        self._admin = sync.AdminClient(settings=options.admin_settings())
         self._addrs: dict[tuple[str, str], str] = {}
 
     def __enter__(self) -> Planner:
