@@ -6,6 +6,7 @@ import pytest
 
 import rocketkube.client
 from rocketkube.client import errors, routing
+from rocketkube.common.names import BrokerName, ClusterName, TopicName
 from rocketkube.common.protocol.route import BrokerData, QueueData, TopicRouteData
 from rocketkube.common.remoting.codes import ResponseCode
 
@@ -40,16 +41,18 @@ def test_select_queue_empty() -> None:
 def _route() -> TopicRouteData:
     return TopicRouteData(
         queue_datas=[
-            QueueData("b", 8, 8, 6),
-            QueueData("a", 8, 2, 6),
-            QueueData("ro", 4, 4, 4),  # read only
-            QueueData("nomaster", 4, 4, 6),
+            QueueData(BrokerName("b"), 8, 8, 6),
+            QueueData(BrokerName("a"), 8, 2, 6),
+            QueueData(BrokerName("ro"), 4, 4, 4),  # read only
+            QueueData(BrokerName("nomaster"), 4, 4, 6),
         ],
         broker_datas=[
-            BrokerData("c", "a", {0: "10.0.0.1:10911"}),
-            BrokerData("c", "b", {0: "10.0.0.2:10911", 1: "10.0.0.3:10911"}),
-            BrokerData("c", "ro", {0: "10.0.0.4:10911"}),
-            BrokerData("c", "nomaster", {1: "10.0.0.5:10911"}),
+            BrokerData(ClusterName("c"), BrokerName("a"), {0: "10.0.0.1:10911"}),
+            BrokerData(
+                ClusterName("c"), BrokerName("b"), {0: "10.0.0.2:10911", 1: "10.0.0.3:10911"}
+            ),
+            BrokerData(ClusterName("c"), BrokerName("ro"), {0: "10.0.0.4:10911"}),
+            BrokerData(ClusterName("c"), BrokerName("nomaster"), {1: "10.0.0.5:10911"}),
         ],
     )
 
@@ -73,7 +76,9 @@ def test_clamp_default_route() -> None:
 
 
 def test_publish_info_master_addr_and_counter() -> None:
-    info = routing.TopicPublishInfo("T", _route(), routing.writable_queues("T", _route()))
+    info = routing.TopicPublishInfo(
+        TopicName("T"), _route(), routing.writable_queues("T", _route())
+    )
     assert info.master_addr("b") == "10.0.0.2:10911"
     assert info.master_addr("nomaster") is None
     assert info.master_addr("zzz") is None

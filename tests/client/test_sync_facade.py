@@ -16,16 +16,22 @@ from waiting import WAIT_SECONDS
 
 from rocketkube.broker.app import BrokerApp
 from rocketkube.client import (
+    AdminSettings,
     ClientStateError,
+    ConsumerSettings,
+    Credentials,
     Message,
     MessageExt,
     MessageQueue,
     MessageValidationError,
     MQClientError,
+    ProducerSettings,
     SendStatus,
+    TlsConfig,
 )
 from rocketkube.client.consumer.listener import ConsumeContext, ConsumeStatus
 from rocketkube.client.sync import AdminClient, LitePullConsumer, Producer, PushConsumer
+from rocketkube.common.names import TopicName
 from rocketkube.namesrv.app import NamesrvApp
 
 SEND_TIMEOUT = 30.0  # the machine running the tests may stall for seconds
@@ -64,7 +70,7 @@ async def test_produce_consume_and_admin_through_the_blocking_facade(
     topic, group = names
     await create_topic(topic)
 
-    def admin_list() -> list[str]:
+    def admin_list() -> list[TopicName]:
         with AdminClient(namesrv.address) as admin:
             return admin.run(lambda a: a.topic_list(), timeout=WAIT_SECONDS)
 
@@ -154,3 +160,42 @@ def test_closed_facade_refuses_and_bad_arguments_leave_no_thread() -> None:
 def test_run_timeout_cancels_the_call() -> None:
     with AdminClient("127.0.0.1:1") as admin, pytest.raises(TimeoutError):
         admin.run(lambda a: asyncio.sleep(5), timeout=0.2)
+
+
+def test_facades_take_settings() -> None:
+    threads = threading.active_count()
+    tls = TlsConfig(check_hostname=False)
+    credentials = Credentials("ak", "sk")
+    producer_settings = ProducerSettings(
+        group="SettingsProducer", namesrv_addr="10.0.0.1:9876", send_timeout=7.0, tls=tls
+    )
+    consumer_settings = ConsumerSettings(
+        group="SettingsConsumer", namesrv_addr="10.0.0.2:9876", credentials=credentials
+    )
+    admin_settings = AdminSettings(namesrv_addr="10.0.0.3:9876", timeout=9.0, tls=True)
+    producer = Producer(settings=producer_settings)
+    lite = LitePullConsumer(settings=consumer_settings)
+    push = PushConsumer(settings=consumer_settings, consume_concurrency=2)
+    admin = AdminClient(settings=admin_settings)
+    try:
+        assert producer.aio.settings is producer_settings
+        assert (producer.aio.group, producer.aio.send_timeout) == ("SettingsProducer", 7.0)
+        assert producer.aio.tls is tls
+        assert lite.aio.settings is consumer_settings
+        assert push.aio.settings is consumer_settings
+        assert (push.aio.group, push.aio.namesrv_addrs) == ("SettingsConsumer", ["10.0.0.2:9876"])
+        assert push.aio.credentials == credentials
+        assert admin.aio.settings is admin_settings
+        assert (admin.aio.namesrv_addrs, admin.aio.timeout) == (["10.0.0.3:9876"], 9.0)
+    finally:
+        for facade in (producer, lite, push, admin):
+            facade.close()
+    assert threading.active_count() == threads
+
+    with pytest.raises(TypeError, match="not both"):
+        Producer("g", settings=producer_settings)
+    with pytest.raises(TypeError, match="not both"):
+        AdminClient("127.0.0.1:9876", settings=admin_settings)
+    with pytest.raises(TypeError, match="a name server address"):
+        AdminClient()
+    assert threading.active_count() == threads

@@ -7,6 +7,7 @@ import zlib
 import pytest
 
 from rocketkube.common import errors
+from rocketkube.common.names import BrokerName, ClusterName
 from rocketkube.common.protocol import route
 from rocketkube.common.protocol.topic_config import (
     DataVersion,
@@ -73,7 +74,9 @@ def test_garbage_register_body_is_a_protocol_error(compressed: bool) -> None:
 
 
 def test_cluster_info_and_lists() -> None:
-    info = route.ClusterInfo({"b": route.BrokerData("c", "b", {0: "a:1"})}, {"c": {"b"}})
+    info = route.ClusterInfo(
+        {"b": route.BrokerData(ClusterName("c"), BrokerName("b"), {0: "a:1"})}, {"c": {"b"}}
+    )
     assert route.ClusterInfo.decode(info.encode()) == info
     assert route.decode_topic_list(route.encode_topic_list(["x", "y"], "a:1")) == ["x", "y"]
     assert route.decode_kv_table(route.encode_kv_table({"k": "v"})) == {"k": "v"}

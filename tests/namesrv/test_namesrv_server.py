@@ -12,6 +12,7 @@ import pytest
 
 from rocketkube.common import fastjson
 from rocketkube.common import settings as settings_mod
+from rocketkube.common.names import TopicName
 from rocketkube.common.protocol import namesrv_headers as h
 from rocketkube.common.protocol import route
 from rocketkube.common.protocol.topic_config import (
@@ -209,7 +210,7 @@ async def test_cluster_info_and_topic_lists(namesrv: NamesrvApp, client: Remotin
     assert info.cluster_addr_table == {"DefaultCluster": {"broker-a"}, "Other": {"broker-b"}}
     assert info.broker_addr_table["broker-b"].broker_addrs == {0: "10.0.0.3:10911"}
 
-    async def topics(code: int, ext: dict[str, str] | None = None) -> list[str]:
+    async def topics(code: int, ext: dict[str, str] | None = None) -> list[TopicName]:
         resp = await call(client, namesrv, code, ext)
         assert resp.code == ResponseCode.SUCCESS
         return route.decode_topic_list(resp.body)

@@ -7,6 +7,8 @@ import pickle
 
 import pytest
 
+from rocketkube.client.admin.settings import AdminSettings
+from rocketkube.client.producer.settings import ProducerSettings
 from rocketkube.common.acl import Credentials
 from rocketkube.common.remoting.tls import TlsConfig
 from rocketkube.spark import options as opts
@@ -209,18 +211,51 @@ def test_a_bad_write_option_is_named(options: dict[str, str], option: str) -> No
 def test_an_account_and_tls_reach_every_client_and_the_secret_is_never_shown() -> None:
     given = {"topic": "T", "accessKey": "app", "secretKey": "s3cr3t", "tlsCaFile": "/ca.pem"}
     parsed = opts.parse_read_options(given)
-    assert parsed.security.client_kwargs() == {
-        "credentials": Credentials("app", "s3cr3t"),
-        "tls": TlsConfig(ca_file="/ca.pem"),
-    }
+    settings = parsed.admin_settings()
+    assert (settings.credentials, settings.tls) == (
+        Credentials("app", "s3cr3t"),
+        TlsConfig(ca_file="/ca.pem"),
+    )
     assert "s3cr3t" not in repr(parsed)
     assert "s3cr3t" not in repr(pickle.loads(pickle.dumps(parsed)))
     written = opts.parse_write_options({**given, "tls": "true", "tlsCheckHostname": "false"})
     assert written.security.tls == TlsConfig(ca_file="/ca.pem", check_hostname=False)
     assert "s3cr3t" not in repr(written)
     assert opts.parse_read_options({"topic": "T", "tls": "true"}).security.tls == TlsConfig()
-    plain = opts.parse_read_options({"topic": "T", "tls": "false"}).security
-    assert plain.client_kwargs() == {"credentials": None, "tls": None}
+    plain = opts.parse_read_options({"topic": "T", "tls": "false"}).admin_settings()
+    assert (plain.credentials, plain.tls) == (None, None)
+
+
+def test_the_options_build_the_sdk_settings_of_every_client() -> None:
+    given = {
+        "namesrvAddr": "10.0.0.1:9876; 10.0.0.2:9876",
+        "topic": "T",
+        "accessKey": "app",
+        "secretKey": "s3cr3t",
+        "tlsCaFile": "/ca.pem",
+        "tlsCheckHostname": "false",
+    }
+    tls = TlsConfig(ca_file="/ca.pem", check_hostname=False)
+    credentials = Credentials("app", "s3cr3t")
+    read = opts.parse_read_options({**given, "consumerGroup": "lag-dashboard"})
+    assert read.admin_settings() == AdminSettings(
+        namesrv_addr="10.0.0.1:9876;10.0.0.2:9876", tls=tls, credentials=credentials
+    )
+    assert read.admin_settings().timeout == AdminSettings.timeout == 5.0
+    written = opts.parse_write_options({**given, "producerGroup": "etl"})
+    assert written.producer_settings() == ProducerSettings(
+        group="etl", namesrv_addr="10.0.0.1:9876;10.0.0.2:9876", tls=tls, credentials=credentials
+    )
+    assert written.producer_settings().send_timeout == ProducerSettings.send_timeout == 3.0
+    assert "s3cr3t" not in repr(written.producer_settings().credentials)
+
+    plain = opts.parse_write_options({})
+    assert plain.producer_settings() == ProducerSettings(
+        group=opts.DEFAULT_PRODUCER_GROUP, namesrv_addr=opts.DEFAULT_NAMESRV
+    )
+    assert opts.parse_read_options({"topic": "T"}).admin_settings() == AdminSettings(
+        namesrv_addr=opts.DEFAULT_NAMESRV
+    )
 
 
 @pytest.mark.parametrize(

@@ -21,8 +21,8 @@ Also :class:`LitePullConsumer` (poll/commit/seek), :class:`TransactionProducer`,
 :class:`AdminClient` (typed admin API) and the blocking facade :mod:`rocketkube.client.sync`.
 
 Options come as keyword arguments or as one frozen value: :class:`ProducerSettings`
-(``Producer(settings=ProducerSettings(group="my-group", send_timeout=5.0))``) and
-:class:`ConsumerSettings` (what both consumers share).
+(``Producer(settings=ProducerSettings(group="my-group", send_timeout=5.0))``),
+:class:`ConsumerSettings` (what both consumers share) and :class:`AdminSettings`.
 
 Every client takes ``tls=True`` (TLS, trusting the system's CAs) or a :class:`TlsConfig`
 (a CA file, a client certificate and key, the server-name check on or off), and
@@ -34,6 +34,7 @@ plus the transport errors of :mod:`rocketkube.common.errors`, re-exported here.
 """
 
 from rocketkube.client.admin.client import AdminClient
+from rocketkube.client.admin.settings import AdminSettings
 from rocketkube.client.consumer.allocation import (
     AllocateByConfig,
     AllocateStrategy,
@@ -97,6 +98,7 @@ from rocketkube.common.remoting.tls import TlsConfig
 
 __all__ = [
     "AdminClient",
+    "AdminSettings",
     "AllocateByConfig",
     "AllocateStrategy",
     "BrokerBusyError",

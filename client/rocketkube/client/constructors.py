@@ -16,17 +16,25 @@ __all__ = ["pick_settings"]
 S = TypeVar("S")
 
 
-def pick_settings(settings: S | None, group: str | None, from_keywords: S, defaults: S) -> S:
+def pick_settings(
+    settings: S | None,
+    group: str | None,
+    from_keywords: S,
+    defaults: S,
+    *,
+    needs: str = "a group",
+) -> S:
     """The settings a client runs with: ``settings`` when given, else ``from_keywords``.
 
     ``from_keywords`` is what the keyword form built (with ``group or ""``), ``defaults``
     what it builds when no keyword is given. TypeError when a group is missing (neither
     ``group`` nor ``settings``) or when keywords other than the defaults come with
-    ``settings``.
+    ``settings``. ``group`` is what the client cannot do without, which ``needs`` names in
+    the error (an admin client's is its name server address).
     """
     if settings is None:
         if group is None:
-            raise TypeError("a client needs a group, or settings holding one")
+            raise TypeError(f"a client needs {needs}, or settings holding one")
         return from_keywords
     if group is not None or from_keywords != defaults:
         raise TypeError("pass settings or the group and keyword options, not both")

@@ -22,6 +22,7 @@ from typing import Final
 
 from rocketkube.client import errors as client_errors
 from rocketkube.common import errors
+from rocketkube.common.names import TopicName
 from rocketkube.common.protocol import permission
 from rocketkube.common.protocol.admin_bodies import MessageQueue
 from rocketkube.common.protocol.namesrv_headers import GetRouteInfoRequestHeader
@@ -57,7 +58,7 @@ class TopicPublishInfo:
     ``from_default`` is true when the route is ``TBW102``'s (the topic does not exist yet).
     """
 
-    topic: str
+    topic: TopicName
     route: TopicRouteData
     queues: list[MessageQueue]
     from_default: bool = False
@@ -182,7 +183,7 @@ class RouteCache:
         self._timeout = timeout
         self._poll_interval = poll_interval
         self._queue_nums = default_topic_queue_nums
-        self._topics: dict[str, TopicPublishInfo] = {}
+        self._topics: dict[TopicName, TopicPublishInfo] = {}
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -200,11 +201,11 @@ class RouteCache:
 
     def cached(self, topic: str) -> TopicPublishInfo | None:
         """The cached publish info of ``topic``, without asking anyone."""
-        return self._topics.get(topic)
+        return self._topics.get(TopicName(topic))
 
     async def get(self, topic: str) -> TopicPublishInfo:
         """The publish info of ``topic``, fetched if not cached; RouteNotFoundError if none."""
-        info = self._topics.get(topic)
+        info = self._topics.get(TopicName(topic))
         if info is not None and info.queues:
             return info
         return await self.refresh(topic)
@@ -226,9 +227,10 @@ class RouteCache:
         queues = writable_queues(topic, route) if route is not None else []
         if route is None or not queues:
             raise client_errors.RouteNotFoundError(f"no route to send to topic {topic!r}")
-        old = self._topics.get(topic)
-        info = TopicPublishInfo(topic, route, queues, from_default, old.counter if old else 0)
-        self._topics[topic] = info
+        name = TopicName(topic)
+        old = self._topics.get(name)
+        info = TopicPublishInfo(name, route, queues, from_default, old.counter if old else 0)
+        self._topics[name] = info
         return info
 
     async def _poll(self) -> None:

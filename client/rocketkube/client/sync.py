@@ -29,13 +29,16 @@ from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
 
 from rocketkube.client.admin import client as aio_admin
+from rocketkube.client.admin.settings import AdminSettings
 from rocketkube.client.consumer import lite_pull as aio_lite_pull
 from rocketkube.client.consumer import push as aio_push
 from rocketkube.client.consumer.listener import ConsumeContext, ConsumeOrderlyStatus, ConsumeStatus
 from rocketkube.client.consumer.selector import Selector
+from rocketkube.client.consumer.settings import ConsumerSettings
 from rocketkube.client.errors import ClientStateError
 from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.client.producer import producer as aio_producer
+from rocketkube.client.producer.settings import ProducerSettings
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common.message.model import Message, MessageExt
 
@@ -164,12 +167,20 @@ class SyncClient(Generic[C]):
 
 
 class Producer(SyncClient[aio_producer.Producer]):
-    """:class:`rocketkube.client.Producer`, blocking; the same arguments."""
+    """:class:`rocketkube.client.Producer`, blocking; the same arguments (``settings=`` a
+    :class:`~rocketkube.client.producer.settings.ProducerSettings`, or keywords)."""
 
     def __init__(
-        self, group: str | None = None, namesrv_addr: str = "127.0.0.1:9876", **options: Any
+        self,
+        group: str | None = None,
+        namesrv_addr: str = ProducerSettings.namesrv_addr,
+        *,
+        settings: ProducerSettings | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(lambda: aio_producer.Producer(group, namesrv_addr, **options))
+        super().__init__(
+            lambda: aio_producer.Producer(group, namesrv_addr, settings=settings, **options)
+        )
 
     def send(
         self,
@@ -206,12 +217,22 @@ class Producer(SyncClient[aio_producer.Producer]):
 
 
 class LitePullConsumer(SyncClient[aio_lite_pull.LitePullConsumer]):
-    """:class:`rocketkube.client.LitePullConsumer`, blocking; the same arguments."""
+    """:class:`rocketkube.client.LitePullConsumer`, blocking; the same arguments (``settings=``
+    a :class:`~rocketkube.client.consumer.settings.ConsumerSettings`, or keywords)."""
 
     def __init__(
-        self, group: str | None = None, namesrv_addr: str = "127.0.0.1:9876", **options: Any
+        self,
+        group: str | None = None,
+        namesrv_addr: str = ConsumerSettings.namesrv_addr,
+        *,
+        settings: ConsumerSettings | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(lambda: aio_lite_pull.LitePullConsumer(group, namesrv_addr, **options))
+        super().__init__(
+            lambda: aio_lite_pull.LitePullConsumer(
+                group, namesrv_addr, settings=settings, **options
+            )
+        )
 
     def subscribe(self, topic: str, expression: Selector = "*") -> None:
         """Subscribe to ``topic`` with a tag expression (``TagA || TagB``, ``*``) or a
@@ -253,14 +274,23 @@ class LitePullConsumer(SyncClient[aio_lite_pull.LitePullConsumer]):
 
 class AdminClient(SyncClient[aio_admin.AdminClient]):
     """:class:`rocketkube.client.AdminClient`, blocking: ``admin.run(lambda a: ...)`` calls
-    any of its methods, e.g. ``admin.run(lambda a: a.topic_list())``."""
+    any of its methods, e.g. ``admin.run(lambda a: a.topic_list())``. The same arguments
+    (``settings=`` an :class:`~rocketkube.client.admin.settings.AdminSettings`, or
+    keywords)."""
 
-    def __init__(self, namesrv_addr: str, **options: Any) -> None:
-        super().__init__(lambda: aio_admin.AdminClient(namesrv_addr, **options))
+    def __init__(
+        self,
+        namesrv_addr: str | None = None,
+        *,
+        settings: AdminSettings | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(lambda: aio_admin.AdminClient(namesrv_addr, settings=settings, **options))
 
 
 class PushConsumer(SyncClient[aio_push.PushConsumer]):
-    """:class:`rocketkube.client.PushConsumer` with blocking listeners; the same arguments.
+    """:class:`rocketkube.client.PushConsumer` with blocking listeners; the same arguments
+    (``settings=`` a :class:`~rocketkube.client.consumer.settings.ConsumerSettings`, or keywords).
 
     Listeners run on a pool of ``consume_concurrency`` threads (default 20, Java's
     ``consumeThreadMax``), never on the event loop, so they may block. Register a listener
@@ -269,15 +299,22 @@ class PushConsumer(SyncClient[aio_push.PushConsumer]):
     """
 
     def __init__(
-        self, group: str | None = None, namesrv_addr: str = "127.0.0.1:9876", **options: Any
+        self,
+        group: str | None = None,
+        namesrv_addr: str = ConsumerSettings.namesrv_addr,
+        *,
+        settings: ConsumerSettings | None = None,
+        **options: Any,
     ) -> None:
-        name = group if group is not None else getattr(options.get("settings"), "group", "")
+        name = group if group is not None else settings.group if settings is not None else ""
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=int(options.get("consume_concurrency", 20)),
             thread_name_prefix=f"rocketkube-consume-{name}",
         )
         try:
-            super().__init__(lambda: aio_push.PushConsumer(group, namesrv_addr, **options))
+            super().__init__(
+                lambda: aio_push.PushConsumer(group, namesrv_addr, settings=settings, **options)
+            )
         except BaseException:
             self._pool.shutdown(wait=False)
             raise

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from rocketkube.common.names import BrokerName, ClusterName
 from rocketkube.common.protocol import permission
 from rocketkube.common.protocol.route import MASTER_ID, BrokerData, QueueData, TopicRouteData
 from rocketkube.common.protocol.topic_config import DataVersion, TopicConfigWrapper
@@ -70,7 +71,7 @@ class RouteTables:
         broker = self.broker_addr_table.get(reg.broker_name)
         first = broker is None
         if broker is None:
-            broker = BrokerData(reg.cluster_name, reg.broker_name)
+            broker = BrokerData(ClusterName(reg.cluster_name), BrokerName(reg.broker_name))
             self.broker_addr_table[reg.broker_name] = broker
         # One address, one id: a slave promoted to master (or the reverse) re-registers.
         for broker_id in [k for k, v in broker.broker_addrs.items() if v == reg.broker_addr]:
@@ -88,7 +89,7 @@ class RouteTables:
             for config in reg.topic_config.topic_config_table.values():
                 self.topic_queue_table.setdefault(config.topic_name, {})[reg.broker_name] = (
                     QueueData(
-                        broker_name=reg.broker_name,
+                        broker_name=BrokerName(reg.broker_name),
                         read_queue_nums=config.read_queue_nums,
                         write_queue_nums=config.write_queue_nums,
                         perm=config.perm,

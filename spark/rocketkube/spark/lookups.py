@@ -15,6 +15,7 @@ from rocketkube.client import sync
 from rocketkube.client.admin.client import AdminClient
 from rocketkube.client.errors import TopicNotExistError
 from rocketkube.client.routing import MessageQueue
+from rocketkube.common.names import BrokerName
 from rocketkube.spark import offsets
 from rocketkube.spark import options as opts
 
@@ -26,7 +27,7 @@ class Planner:
 
     def __init__(self, options: opts.ReadOptions) -> None:
         self.options = options
-        self._admin = sync.AdminClient(options.namesrv_addr, **options.security.client_kwargs())
+        self._admin = sync.AdminClient(settings=options.admin_settings())
         self._addrs: dict[tuple[str, str], str] = {}
 
     def __enter__(self) -> Planner:
@@ -99,7 +100,7 @@ class Planner:
                 *(
                     admin.update_consumer_offset(group, _mq(queue), offset, broker_addr=addr)
                     for queue, offset in positions.items()
-                    if (addr := addrs[queue.topic].get(queue.broker_name)) is not None
+                    if (addr := addrs[queue.topic].get(BrokerName(queue.broker_name))) is not None
                 )
             )
 

@@ -43,7 +43,10 @@ row's topic, as in Kafka's sink; else each row's ``topic`` column), ``producerGr
 ``writeBatchSize`` (messages per batch send, default 64).
 
 Reads and writes also take the ACL and TLS options of :mod:`.security` (``accessKey``,
-``secretKey``, ``tls``, ``tlsCaFile``...), for every client they make.
+``secretKey``, ``tls``, ``tlsCaFile``...), for every client they make. The SDK clients are
+built from settings the options make (:meth:`ReadOptions.admin_settings`,
+:meth:`WriteOptions.producer_settings`); options the source does not take (timeouts, the
+producer's retries) keep the SDK's defaults.
 
 A bad value raises :class:`OptionError`, naming the option and the forms it accepts.
 """
@@ -56,6 +59,8 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
+from rocketkube.client.admin.settings import AdminSettings
+from rocketkube.client.producer.settings import ProducerSettings
 from rocketkube.spark import security
 from rocketkube.spark.security import Security
 
@@ -212,6 +217,16 @@ class ReadOptions:
         system = topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_PREFIXES)
         return not system and re.fullmatch(self.topic_pattern, topic) is not None
 
+    def admin_settings(self) -> AdminSettings:
+        """What every client of the read is made with: planning's lookups, each executor's
+        pulls and a stream's commits of its group's offsets all go through an admin
+        client (they name the queue and offset themselves, as no consumer would)."""
+        return AdminSettings(
+            namesrv_addr=self.namesrv_addr,
+            tls=self.security.tls,
+            credentials=self.security.credentials,
+        )
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class WriteOptions:
@@ -222,6 +237,15 @@ class WriteOptions:
     producer_group: str = DEFAULT_PRODUCER_GROUP
     write_batch_size: int = DEFAULT_WRITE_BATCH_SIZE
     security: Security = security.PLAIN
+
+    def producer_settings(self) -> ProducerSettings:
+        """What each task's producer is made with."""
+        return ProducerSettings(
+            group=self.producer_group,
+            namesrv_addr=self.namesrv_addr,
+            tls=self.security.tls,
+            credentials=self.security.credentials,
+        )
 
 
 def _known(

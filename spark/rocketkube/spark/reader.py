@@ -110,7 +110,7 @@ def read_batches(
     """Pull ``piece`` from its broker and yield its messages stored in ``window`` (``[low,
     high)`` epoch ms), in offset order, as Arrow batches of about :data:`BATCH_ROWS`: the
     loop pulls the next batch's messages while this thread builds one and Spark takes it."""
-    with sync.AdminClient(options.namesrv_addr, **options.security.client_kwargs()) as admin:
+    with sync.AdminClient(settings=options.admin_settings()) as admin:
         route = admin.run(lambda a: a.topic_route(piece.topic))
         addr = read_address(route, piece.topic, piece.broker_name, options.read_from_slave)
         puller = pulling.RangePuller(options, piece, window, addr)

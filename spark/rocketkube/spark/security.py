@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Final
 
 from rocketkube.common.acl import Credentials
 from rocketkube.common.remoting.tls import TlsConfig
@@ -49,10 +49,6 @@ class Security:
 
     credentials: Credentials | None = None
     tls: TlsConfig | None = None
-
-    def client_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments every SDK client takes for these."""
-        return {"credentials": self.credentials, "tls": self.tls}
 
 
 #: Unsigned requests over plain TCP: what no option asks for.

@@ -156,7 +156,7 @@ def send_rows(options: opts.WriteOptions, rows: Iterator[Row], marks: dict[str, 
     sent = 0
     pending: dict[str, list[Message]] = {}
     pending_bytes: dict[str, int] = {}
-    with sync.Producer(o.producer_group, o.namesrv_addr, **o.security.client_kwargs()) as producer:
+    with sync.Producer(settings=o.producer_settings()) as producer:
         for position, row in enumerate(rows):
             message = row_message(row.asDict(), o.topic, position)
             if marks:

@@ -25,6 +25,7 @@ from rocketkube.client.admin.client import AdminClient
 from rocketkube.client.consumer.lite_pull import LitePullConsumer
 from rocketkube.client.errors import MQBrokerError, TopicNotExistError
 from rocketkube.common.message.model import MessageExt
+from rocketkube.common.names import BrokerName, ClusterName
 from rocketkube.common.protocol.admin_bodies import (
     ConsumeStats,
     MessageQueue,
@@ -448,7 +449,9 @@ def test_plan_ranges_splits_the_count_over_queues() -> None:
 
 
 def test_cluster_rows_from_runtime_tables() -> None:
-    info = ClusterInfo({"b": BrokerData("C", "b", {0: "h:1", 1: "h:2"})}, {"C": {"b"}})
+    info = ClusterInfo(
+        {"b": BrokerData(ClusterName("C"), BrokerName("b"), {0: "h:1", 1: "h:2"})}, {"C": {"b"}}
+    )
     runtime = {
         "brokerVersionDesc": "V4_9_8",
         "putTps": "12.50 3.00 1.00",

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Final, TypeVar
 
+from rocketkube.client.admin.settings import AdminSettings
+from rocketkube.client.constructors import pick_settings
 from rocketkube.client.errors import ClientStateError, MQClientError, for_code
 from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.common import acl
 from rocketkube.common import errors as common_errors
+from rocketkube.common.names import TopicName
 from rocketkube.common.protocol import namesrv_headers as nh
 from rocketkube.common.protocol import route as rt
 from rocketkube.common.remoting.client import RemotingClient
@@ -23,24 +26,38 @@ __all__ = ["AdminBase"]
 
 T = TypeVar("T")
 
+_DEFAULT_SETTINGS: Final = AdminSettings(namesrv_addr="")
+"""What the keyword form builds when given no keyword (:func:`pick_settings`)."""
+
 
 class AdminBase(AsyncLifecycle):
     """Connections, request plumbing and name server reads; see :class:`AdminClient`."""
 
     def __init__(
         self,
-        namesrv_addr: str,
+        namesrv_addr: str | None = None,
         *,
-        timeout: float = 5.0,
-        tls: TlsConfig | bool | None = None,
-        credentials: acl.CredentialsLike | None = None,
+        timeout: float = AdminSettings.timeout,
+        tls: TlsConfig | bool | None = AdminSettings.tls,
+        credentials: acl.CredentialsLike | None = AdminSettings.credentials,
+        settings: AdminSettings | None = None,
     ) -> None:
-        self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
+        settings = pick_settings(
+            settings,
+            namesrv_addr,
+            AdminSettings(
+                namesrv_addr=namesrv_addr or "", timeout=timeout, tls=tls, credentials=credentials
+            ),
+            _DEFAULT_SETTINGS,
+            needs="a name server address",
+        )
+        self.settings = settings
+        self.namesrv_addrs = [a.strip() for a in settings.namesrv_addr.split(";") if a.strip()]
         if not self.namesrv_addrs:
-            raise ValueError(f"no name server address in {namesrv_addr!r}")
-        self.timeout = timeout
-        self.tls = client_config(tls)
-        self.credentials = acl.credentials_of(credentials)
+            raise ValueError(f"no name server address in {settings.namesrv_addr!r}")
+        self.timeout = settings.timeout
+        self.tls = client_config(settings.tls)
+        self.credentials = acl.credentials_of(settings.credentials)
         self._remoting: RemotingClient | None = None
         self._closed = False
 
@@ -178,7 +195,7 @@ class AdminBase(AsyncLifecycle):
         response = await self._any_namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)
         return rt.ClusterInfo.decode(response.body)
 
-    async def topic_list(self) -> list[str]:
+    async def topic_list(self) -> list[TopicName]:
         """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): every topic the name server routes."""
         response = await self._any_namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
         return rt.decode_topic_list(response.body)

@@ -26,6 +26,7 @@ from rocketkube.client.admin.queues import TOOLS_CONSUMER_GROUP, AdminQueues
 from rocketkube.client.errors import MQBrokerError, MQClientError
 from rocketkube.common import errors as common_errors
 from rocketkube.common import fastjson, properties_file
+from rocketkube.common.names import GroupName
 from rocketkube.common.protocol import admin_headers as ah
 from rocketkube.common.protocol import namesrv_headers as nh
 from rocketkube.common.protocol import route as rt
@@ -72,7 +73,9 @@ class AdminClient(AdminQueues):
     ``True`` or a :class:`~rocketkube.common.remoting.tls.TlsConfig` connects with TLS.
     ``credentials``: ``(access_key, secret_key)`` or a
     :class:`~rocketkube.common.acl.Credentials` signs every request (admin requests need
-    an admin account).
+    an admin account). The same options come as one
+    :class:`~rocketkube.client.admin.settings.AdminSettings` with ``settings=`` (then
+    neither ``namesrv_addr`` nor another option is given); :attr:`settings` holds them.
     """
 
     # -- topics -------------------------------------------------------------------------
@@ -233,7 +236,7 @@ class AdminClient(AdminQueues):
             table.update(ResetOffsetBody.decode(response.body).offset_table)
         return dict(sorted(table.items()))
 
-    async def topic_consumed_by(self, topic: str) -> list[str]:
+    async def topic_consumed_by(self, topic: str) -> list[GroupName]:
         """QUERY_TOPIC_CONSUME_BY_WHO (300) on every master of ``topic``'s route, merged:
         the groups subscribed to it or holding offsets on it."""
         ext = ah.QueryTopicConsumeByWhoRequestHeader(topic=topic).encode()
@@ -241,7 +244,7 @@ class AdminClient(AdminQueues):
             await self._route_brokers(topic),
             lambda addr: self._invoke(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, ext),
         )
-        groups: set[str] = set()
+        groups: set[GroupName] = set()
         for response in answers.values():
             groups.update(decode_group_list(response.body))
         return sorted(groups)

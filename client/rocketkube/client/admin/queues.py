@@ -13,6 +13,7 @@ from rocketkube.client.consumer.pull import PULL_ANSWERS, PullResult, pull_heade
 from rocketkube.client.errors import MQClientError
 from rocketkube.common.message import ids, record
 from rocketkube.common.message.model import MessageExt
+from rocketkube.common.names import BrokerName
 from rocketkube.common.protocol import admin_headers as ah
 from rocketkube.common.protocol import pull_headers as ph
 from rocketkube.common.protocol.admin_bodies import (
@@ -94,11 +95,11 @@ class AdminQueues(AdminBase):
 
     # -- queues: offsets and plain pulls (mqadmin consumeMessage) ---------------------------
 
-    async def broker_addrs(self, topic: str) -> dict[str, str]:
+    async def broker_addrs(self, topic: str) -> dict[BrokerName, str]:
         """Broker name -> address (the master, else any) of every broker of ``topic``'s
         route: where its queues are read."""
         route = await self.topic_route(topic)
-        out: dict[str, str] = {}
+        out: dict[BrokerName, str] = {}
         for data in route.broker_datas:
             addr = data.master_addr
             if addr is None and data.broker_addrs:
@@ -110,7 +111,7 @@ class AdminQueues(AdminBase):
     async def _queue_addr(self, queue: MessageQueue, broker_addr: str | None) -> str:
         if broker_addr is not None:
             return broker_addr
-        addr = (await self.broker_addrs(queue.topic)).get(queue.broker_name)
+        addr = (await self.broker_addrs(queue.topic)).get(BrokerName(queue.broker_name))
         if addr is None:
             raise MQClientError(f"broker {queue.broker_name!r} is not in {queue.topic}'s route")
         return addr

@@ -38,6 +38,7 @@ from rocketkube.client.consumer.pull import (
 )
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common import acl, errors
+from rocketkube.common.names import BrokerName, ClientId, GroupName, TopicName
 from rocketkube.common.protocol import admin_bodies, permission
 from rocketkube.common.protocol.admin_headers import (
     GetConsumerListByGroupRequestHeader,
@@ -92,16 +93,16 @@ RETRY_TOPIC_PREFIX: Final = "%RETRY%"
 _RPC_MARGIN: Final = 5.0
 
 
-def retry_topic(group: str) -> str:
+def retry_topic(group: str) -> TopicName:
     """``%RETRY%<group>``: where a clustering group's failed messages come back from."""
-    return RETRY_TOPIC_PREFIX + group
+    return TopicName(RETRY_TOPIC_PREFIX + group)
 
 
-def make_client_id(client_ip: str, instance_name: str | None = None) -> str:
+def make_client_id(client_ip: str, instance_name: str | None = None) -> ClientId:
     """``ip@instance``; a unique instance (pid and random) when none is given, as the Java
     client's ``changeInstanceNameToPID`` makes every process its own group member."""
     instance = instance_name or f"{os.getpid()}#{uuid.uuid4().hex[:12]}"
-    return f"{client_ip}@{instance}"
+    return ClientId(f"{client_ip}@{instance}")
 
 
 def readable_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
@@ -136,9 +137,9 @@ class ConsumerCore:
         tls: TlsConfig | None = None,
         credentials: acl.Credentials | None = None,
     ) -> None:
-        self.group = group
+        self.group = GroupName(group)
         self.namesrv_addrs = namesrv_addrs
-        self.client_id = client_id
+        self.client_id = ClientId(client_id)
         self.request_timeout = request_timeout
         self.max_inflated_body_size = max_inflated_body_size
         self.client = RemotingClient(
@@ -150,7 +151,7 @@ class ConsumerCore:
         )
         #: Broker name -> {broker id: address}, as the last route naming any of its
         #: brokers had it (see :meth:`read_from`).
-        self.broker_ids: dict[str, dict[int, str]] = {}
+        self.broker_ids: dict[BrokerName, dict[int, str]] = {}
         #: Queue -> the broker id its last pull answer suggested, when not the master
         #: (a slave, for a consumer far behind on a ``slaveReadEnable`` broker).
         self.pull_from: dict[MessageQueue, int] = {}
@@ -181,7 +182,7 @@ class ConsumerCore:
     def read_from(self, name: str) -> tuple[str, bool] | None:
         """Where to read broker ``name`` from, and whether that is a slave: its master, or
         while the route has none (it is down), its lowest-id slave; ``None`` if unknown."""
-        ids = self.broker_ids.get(name)
+        ids = self.broker_ids.get(BrokerName(name))
         if not ids:
             return None
         if MASTER_ID in ids:
@@ -297,7 +298,7 @@ class ConsumerCore:
         """Where to pull ``queue`` from, and whether that is a slave."""
         wanted = self.pull_from.get(queue)
         if wanted is not None:
-            addr = self.broker_ids.get(queue.broker_name, {}).get(wanted)
+            addr = self.broker_ids.get(BrokerName(queue.broker_name), {}).get(wanted)
             if addr is not None:
                 return addr, True
         return await self._read_addr(queue)
@@ -384,7 +385,7 @@ class ConsumerCore:
 
     # -- group membership --------------------------------------------------------------------
 
-    async def consumer_ids(self, topic: str) -> list[str]:
+    async def consumer_ids(self, topic: str) -> list[ClientId]:
         """GET_CONSUMER_LIST_BY_GROUP (38) from a broker of ``topic``, sorted; [] if none."""
         route = await self.fetch_route(topic)
         names = sorted({b.broker_name for b in route.broker_datas}) if route else []

@@ -46,6 +46,7 @@ from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common import acl, errors
 from rocketkube.common.message.model import MessageExt
+from rocketkube.common.names import GroupName, TopicName
 from rocketkube.common.protocol import admin_bodies
 from rocketkube.common.protocol import running_info as rip
 from rocketkube.common.protocol.heartbeat import (
@@ -139,7 +140,7 @@ class LitePullConsumer(AsyncLifecycle):
             _DEFAULT_SETTINGS,
         )
         self.settings = settings
-        self.group = settings.group
+        self.group = GroupName(settings.group)
         self.namesrv_addrs = [a.strip() for a in settings.namesrv_addr.split(";") if a.strip()]
         self.tls = client_config(settings.tls)
         self.credentials = acl.credentials_of(settings.credentials)
@@ -155,7 +156,7 @@ class LitePullConsumer(AsyncLifecycle):
         self.client_id = make_client_id(settings.client_ip)
         self._core: ConsumerCore | None = None
         self._closed = False
-        self._subscriptions: dict[str, SubscriptionData] = {}
+        self._subscriptions: dict[TopicName, SubscriptionData] = {}
         self._assigned = False
         self._queues: dict[MessageQueue, _QueueState] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -241,7 +242,7 @@ class LitePullConsumer(AsyncLifecycle):
         """
         if self._assigned:
             raise client_errors.ClientStateError("subscribe() after assign() is not allowed")
-        self._subscriptions[topic] = selector.subscription(topic, expression, _now_ms())
+        self._subscriptions[TopicName(topic)] = selector.subscription(topic, expression, _now_ms())
         if self._core is not None:
             await self._route_or_wait(topic)
             await self._heartbeat()
@@ -263,7 +264,8 @@ class LitePullConsumer(AsyncLifecycle):
         self._assigned = True
         stamp = _now_ms()
         self._subscriptions = {
-            t: selector.subscription(t, expression, stamp) for t in {q.topic for q in wanted}
+            TopicName(t): selector.subscription(t, expression, stamp)
+            for t in {q.topic for q in wanted}
         }
         self._queues = {q: self._queues.get(q) or _QueueState() for q in wanted}
         await self._heartbeat()
@@ -395,7 +397,9 @@ class LitePullConsumer(AsyncLifecycle):
         offset = state.next_offset
         assert offset is not None
         epoch = state.epoch
-        subscription = self._subscriptions.get(queue.topic) or parse_subscription(queue.topic, "*")
+        subscription = self._subscriptions.get(TopicName(queue.topic)) or parse_subscription(
+            queue.topic, "*"
+        )
         started = time.monotonic()
         result = await self._started().pull(
             queue,

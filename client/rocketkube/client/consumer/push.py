@@ -77,6 +77,7 @@ from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common import acl, errors
 from rocketkube.common.message.model import MessageExt
+from rocketkube.common.names import GroupName, TopicName
 from rocketkube.common.protocol import running_info as rip
 from rocketkube.common.protocol.consumer_headers import (
     ResetOffsetBody,
@@ -184,7 +185,7 @@ class PushConsumer(AsyncLifecycle):
             if value < 1:
                 raise ValueError(f"{name} must be positive")
         self.settings = settings
-        self.group = settings.group
+        self.group = GroupName(settings.group)
         self.namesrv_addrs = [a.strip() for a in settings.namesrv_addr.split(";") if a.strip()]
         self.tls = client_config(settings.tls)
         self.credentials = acl.credentials_of(settings.credentials)
@@ -219,7 +220,7 @@ class PushConsumer(AsyncLifecycle):
         )
         self._listener: MessageListener | None = None
         self._orderly_listener: OrderlyMessageListener | None = None
-        self._subscriptions: dict[str, SubscriptionData] = {}
+        self._subscriptions: dict[TopicName, SubscriptionData] = {}
         self._core: ConsumerCore | None = None
         self._store: OffsetStore | None = None
         self._service: ConcurrentConsumeService | OrderlyConsumeService | None = None
@@ -256,7 +257,7 @@ class PushConsumer(AsyncLifecycle):
         """Consume ``topic``'s messages whose tag matches ``expression`` (``"TagA || TagB"``,
         ``"*"``), or that a :class:`~rocketkube.client.consumer.selector.MessageSelector` selects.
         After :meth:`start` the brokers hear of it and a rebalance follows."""
-        self._subscriptions[topic] = selector.subscription(topic, expression, _now_ms())
+        self._subscriptions[TopicName(topic)] = selector.subscription(topic, expression, _now_ms())
         if self._rebalancer is not None:
             await self._refresh_routes()
             await self._heartbeat()
@@ -460,7 +461,9 @@ class PushConsumer(AsyncLifecycle):
         core, store = self._started()
         service = self._service
         assert service is not None
-        subscription = self._subscriptions.get(queue.topic) or parse_subscription(queue.topic, "*")
+        subscription = self._subscriptions.get(TopicName(queue.topic)) or parse_subscription(
+            queue.topic, "*"
+        )
         size_limit = self.pull_threshold_size_for_queue_mib * _MIB
         while not pq.dropped and not self._closed:
             room = self.pull_threshold_for_queue - pq.count

@@ -36,6 +36,7 @@ from rocketkube.client.consumer.offset_store import OffsetStore
 from rocketkube.client.consumer.process_queue import ProcessQueue
 from rocketkube.client.routing import MessageQueue
 from rocketkube.common import errors
+from rocketkube.common.names import ClientId, GroupName
 from rocketkube.common.tasks import cancel_and_wait
 
 __all__ = ["Membership", "OwnedQueue", "Rebalancer"]
@@ -50,8 +51,8 @@ StartPull = Callable[[MessageQueue, ProcessQueue, int], asyncio.Task[None]]
 class Membership:
     """How this consumer takes part in its group's share of the queues."""
 
-    group: str
-    client_id: str
+    group: GroupName
+    client_id: ClientId
     clustering: bool
     """The group shares the queues; broadcasting: every member takes every queue."""
     locking: bool

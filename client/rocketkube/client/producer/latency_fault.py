@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from rocketkube.client.routing import MessageQueue
+from rocketkube.common.names import BrokerName
 
 __all__ = [
     "ISOLATION_LATENCY_MS",
@@ -54,7 +55,7 @@ def not_available_duration(latency_ms: int) -> int:
 class FaultItem:
     """A broker's last latency and the time (ms) from which it is available again."""
 
-    name: str
+    name: BrokerName
     latency_ms: int
     available_from_ms: int
 
@@ -72,23 +73,24 @@ class LatencyFaultTolerance:
     def __init__(self, clock: Callable[[], int], rng: random.Random | None = None) -> None:
         self._clock = clock
         self._rng = rng or random.Random()
-        self._items: dict[str, FaultItem] = {}
+        self._items: dict[BrokerName, FaultItem] = {}
         self._worst = 0
 
     def update(self, name: str, latency_ms: int, *, isolation: bool = False) -> None:
         """Record a send attempt to ``name``: its latency, or a failure (``isolation``)."""
         latency = ISOLATION_LATENCY_MS if isolation else latency_ms
         until = self._clock() + not_available_duration(latency)
-        self._items[name] = FaultItem(name, latency_ms, until)
+        broker = BrokerName(name)
+        self._items[broker] = FaultItem(broker, latency_ms, until)
 
     def is_available(self, name: str) -> bool:
-        item = self._items.get(name)
+        item = self._items.get(BrokerName(name))
         return item is None or item.is_available(self._clock())
 
     def remove(self, name: str) -> None:
-        self._items.pop(name, None)
+        self._items.pop(BrokerName(name), None)
 
-    def pick_one_at_least(self) -> str | None:
+    def pick_one_at_least(self) -> BrokerName | None:
         """A broker to try when none is available: one of the better half, in turn."""
         if not self._items:
             return None

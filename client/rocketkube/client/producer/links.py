@@ -15,6 +15,7 @@ from typing import Final
 
 from rocketkube.client import routing
 from rocketkube.common import errors
+from rocketkube.common.names import ClientId, GroupName, TopicName
 from rocketkube.common.protocol.admin_headers import UnregisterClientRequestHeader
 from rocketkube.common.protocol.heartbeat import HeartbeatData
 from rocketkube.common.remoting.client import RemotingClient
@@ -37,11 +38,11 @@ class ProducerLinks:
     __slots__ = ("client_id", "group", "registered", "timeout", "topics")
 
     def __init__(self, client_id: str, group: str, timeout: float) -> None:
-        self.client_id = client_id
-        self.group = group
+        self.client_id = ClientId(client_id)
+        self.group = GroupName(group)
         self.timeout = timeout
         self.registered: dict[str, Connection] = {}
-        self.topics: set[str] = set()
+        self.topics: set[TopicName] = set()
 
     async def connection(self, client: RemotingClient, addr: str) -> Connection:
         """The connection to ``addr`` for a send, with a heartbeat written on it first unless

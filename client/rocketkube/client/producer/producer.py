@@ -53,6 +53,7 @@ from rocketkube.client.producer.settings import ProducerSettings
 from rocketkube.common import acl, errors
 from rocketkube.common.message import ids
 from rocketkube.common.message.model import Message
+from rocketkube.common.names import ClientId, GroupName
 from rocketkube.common.protocol.send_headers import SendHeaderTemplate
 from rocketkube.common.remoting.client import RemotingClient
 from rocketkube.common.remoting.codes import RequestCode
@@ -193,7 +194,7 @@ class Producer(AsyncLifecycle):
             _DEFAULT_SETTINGS,
         )
         self.settings = settings
-        self.group = settings.group
+        self.group = GroupName(settings.group)
         self.namesrv_addrs = [a.strip() for a in settings.namesrv_addr.split(";") if a.strip()]
         self.tls = client_config(settings.tls)
         self.credentials = acl.credentials_of(settings.credentials)
@@ -204,7 +205,7 @@ class Producer(AsyncLifecycle):
         self.default_topic_queue_nums = settings.default_topic_queue_nums
         self._poll_interval = settings.poll_name_server_interval
         self.heartbeat_interval = settings.heartbeat_interval
-        self.client_id = f"{settings.client_ip}@{os.getpid()}#{uuid.uuid4().hex[:12]}"
+        self.client_id = ClientId(f"{settings.client_ip}@{os.getpid()}#{uuid.uuid4().hex[:12]}")
         self._ids = ids.UniqueIdGenerator(settings.client_ip)
         self._faults = (
             latency_fault.LatencyFaultTolerance(_monotonic_ms)
@@ -471,7 +472,7 @@ class Producer(AsyncLifecycle):
         info = None if routes is None else routes.cached(outgoing.topic)
         if not info:
             return None
-        self._links.topics.add(outgoing.topic)
+        self._links.topics.add(info.topic)
         started = time.monotonic()
         target = queue or self._select(info, None)
         addr = info.master_addr(target.broker_name)
@@ -526,7 +527,7 @@ class Producer(AsyncLifecycle):
         if first is None:
             deadline = time.monotonic() + self.send_timeout
             info = routes.cached(outgoing.topic) or await routes.get(outgoing.topic)
-            self._links.topics.add(outgoing.topic)
+            self._links.topics.add(info.topic)
         elif first.error is None:
             deadline, info, target = first.deadline, first.info, first.target
         else:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from rocketkube.common import errors, fastjson
+from rocketkube.common.names import ClientId, GroupName
 from rocketkube.common.protocol.heartbeat import (
     ConsumeFromWhere,
     ConsumeType,
@@ -308,9 +309,10 @@ def _encode_list(name: str, items: list[str]) -> bytes:
     return fastjson.dumps({name: items})
 
 
-def _decode_list(name: str, body: Body) -> list[str]:
+def _decode_list(name: str, body: Body, kind: Callable[[str], T]) -> list[T]:
+    """The strings of list ``name``, each made a ``kind`` (a name type)."""
     data = load_object(body, name)
-    return _decoding(name, lambda: [str(item) for item in data.get(name) or []])
+    return _decoding(name, lambda: [kind(str(item)) for item in data.get(name) or []])
 
 
 def encode_consumer_id_list(client_ids: list[str]) -> bytes:
@@ -318,8 +320,8 @@ def encode_consumer_id_list(client_ids: list[str]) -> bytes:
     return _encode_list("consumerIdList", client_ids)
 
 
-def decode_consumer_id_list(body: Body) -> list[str]:
-    return _decode_list("consumerIdList", body)
+def decode_consumer_id_list(body: Body) -> list[ClientId]:
+    return _decode_list("consumerIdList", body, ClientId)
 
 
 def encode_group_list(groups: list[str]) -> bytes:
@@ -327,5 +329,5 @@ def encode_group_list(groups: list[str]) -> bytes:
     return _encode_list("groupList", groups)
 
 
-def decode_group_list(body: Body) -> list[str]:
-    return _decode_list("groupList", body)
+def decode_group_list(body: Body) -> list[GroupName]:
+    return _decode_list("groupList", body, GroupName)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from rocketkube.common import errors, fastjson
+from rocketkube.common.names import BrokerName, ClusterName, TopicName
 
 T = TypeVar("T")
 
@@ -38,7 +39,7 @@ MASTER_ID = 0
 
 @dataclass(slots=True)
 class QueueData:
-    broker_name: str
+    broker_name: BrokerName
     read_queue_nums: int
     write_queue_nums: int
     perm: int
@@ -56,7 +57,7 @@ class QueueData:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> QueueData:
         return cls(
-            broker_name=str(data["brokerName"]),
+            broker_name=BrokerName(str(data["brokerName"])),
             read_queue_nums=int(data.get("readQueueNums", 0)),
             write_queue_nums=int(data.get("writeQueueNums", 0)),
             perm=int(data.get("perm", 0)),
@@ -66,8 +67,8 @@ class QueueData:
 
 @dataclass(slots=True)
 class BrokerData:
-    cluster: str
-    broker_name: str
+    cluster: ClusterName
+    broker_name: BrokerName
     broker_addrs: dict[int, str] = field(default_factory=dict)
 
     @property
@@ -85,8 +86,8 @@ class BrokerData:
     def from_json(cls, data: dict[str, Any]) -> BrokerData:
         addrs = data.get("brokerAddrs") or {}
         return cls(
-            cluster=str(data.get("cluster", "")),
-            broker_name=str(data["brokerName"]),
+            cluster=ClusterName(str(data.get("cluster", ""))),
+            broker_name=BrokerName(str(data["brokerName"])),
             broker_addrs={int(k): str(v) for k, v in addrs.items()},
         )
 
@@ -165,8 +166,10 @@ def encode_topic_list(topics: list[str], broker_addr: str | None = None) -> byte
     return fastjson.dumps(out)
 
 
-def decode_topic_list(body: bytes | bytearray | memoryview) -> list[str]:
-    return _decoded("TopicList", body, lambda data: [str(t) for t in data.get("topicList") or []])
+def decode_topic_list(body: bytes | bytearray | memoryview) -> list[TopicName]:
+    return _decoded(
+        "TopicList", body, lambda data: [TopicName(str(t)) for t in data.get("topicList") or []]
+    )
 
 
 def encode_kv_table(table: dict[str, str]) -> bytes:

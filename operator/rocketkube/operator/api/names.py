@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from rocketkube.common.names import BrokerName, ClusterName
+
 __all__ = [
     "BROKER_COMPONENT",
     "BROKER_PORT",
@@ -99,9 +101,9 @@ def pod_monitor(cluster: str) -> str:
     return f"{cluster}-metrics"
 
 
-def broker_cluster_name(cluster: str) -> str:
+def broker_cluster_name(cluster: str) -> ClusterName:
     """The ``brokerClusterName`` every broker of ``cluster`` registers under."""
-    return cluster
+    return ClusterName(cluster)
 
 
 def broker_group(cluster: str, group: int) -> str:
@@ -109,9 +111,9 @@ def broker_group(cluster: str, group: int) -> str:
     return f"{cluster}-broker-{group}"
 
 
-def broker_name(cluster: str, group: int) -> str:
+def broker_name(cluster: str, group: int) -> BrokerName:
     """The group's ``brokerName``, as the name servers route it."""
-    return broker_group(cluster, group)
+    return BrokerName(broker_group(cluster, group))
 
 
 def broker_pod(cluster: str, group: int, ordinal: int) -> str:

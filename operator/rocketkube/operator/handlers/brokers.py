@@ -31,6 +31,7 @@ from typing import Final
 from rocketkube.client.admin.client import AdminClient
 from rocketkube.client.errors import MQClientError, TopicNotExistError
 from rocketkube.common.errors import RocketKubeError
+from rocketkube.common.names import TopicName
 from rocketkube.common.protocol import permission
 from rocketkube.common.protocol.route import BrokerData, ClusterInfo
 from rocketkube.common.protocol.subscription_group import SubscriptionGroupConfig
@@ -207,7 +208,7 @@ class Brokers:
             return None
         return found
 
-    async def consumer_lag(self, consumer_group: str) -> dict[str, int] | None:
+    async def consumer_lag(self, consumer_group: str) -> dict[TopicName, int] | None:
         """``consumer_group``'s unconsumed messages per topic on this cluster's brokers."""
         brokers = {names.broker_name(self.cluster, group) for group in range(self.groups)}
         try:
@@ -287,8 +288,9 @@ def _settings(config: SubscriptionGroupConfig) -> observed.GroupSettings:
     )
 
 
-def _lag_by_topic(pairs: Iterable[tuple[str, int]]) -> dict[str, int]:
-    out: dict[str, int] = {}
+def _lag_by_topic(pairs: Iterable[tuple[str, int]]) -> dict[TopicName, int]:
+    out: dict[TopicName, int] = {}
     for topic, lag in pairs:
-        out[topic] = out.get(topic, 0) + max(0, lag)
+        name = TopicName(topic)
+        out[name] = out.get(name, 0) + max(0, lag)
     return dict(sorted(out.items()))

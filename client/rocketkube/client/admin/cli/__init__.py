@@ -32,6 +32,7 @@ from rocketkube.client import credential_options, tls_options
 from rocketkube.client.admin.cli import brokers, groups, messages, topics
 from rocketkube.client.admin.cli.base import Session, Subcommand, UsageError
 from rocketkube.client.admin.client import AdminClient
+from rocketkube.client.admin.settings import AdminSettings
 from rocketkube.client.errors import MQBrokerError
 from rocketkube.common import errors, runtime
 from rocketkube.common.cli import Command
@@ -102,7 +103,8 @@ async def run_async(
     try:
         tls = tls_options.from_args(args, os.environ)
         credentials = credential_options.from_args(args, os.environ)
-        async with AdminClient(args.namesrv_addr, tls=tls, credentials=credentials) as admin:
+        settings = AdminSettings(namesrv_addr=args.namesrv_addr, tls=tls, credentials=credentials)
+        async with AdminClient(settings=settings) as admin:
             await spec.handler(Session(args, admin, out, args.json))
     except UsageError as exc:
         print(f"rocketkube admin {spec.name}: error: {describe(exc)}", file=err)

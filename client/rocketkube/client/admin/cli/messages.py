@@ -26,6 +26,7 @@ from rocketkube.client.consumer.pull import PullStatus
 from rocketkube.client.errors import MQClientError
 from rocketkube.client.producer.producer import Producer
 from rocketkube.common.message.model import Message, MessageExt
+from rocketkube.common.names import BrokerName
 from rocketkube.common.protocol import permission
 from rocketkube.common.protocol.admin_bodies import MessageQueue
 
@@ -251,7 +252,7 @@ async def _consume_message(session: Session) -> None:
     _check_consume_args(args, _now_ms())
     addrs = await admin.broker_addrs(args.topic)
     if args.broker_name is not None and args.queue_id is not None:
-        if args.broker_name not in addrs:
+        if BrokerName(args.broker_name) not in addrs:
             raise MQClientError(f"broker {args.broker_name!r} is not in {args.topic}'s route")
         queues = [MessageQueue(args.topic, args.broker_name, args.queue_id)]
     else:
@@ -262,10 +263,10 @@ async def _consume_message(session: Session) -> None:
             if permission.is_readable(data.perm) and data.broker_name in addrs
             for queue_id in range(data.read_queue_nums)
         ]
-    bounds = [await _bounds(session, q, addrs[q.broker_name]) for q in queues]
+    bounds = [await _bounds(session, q, addrs[BrokerName(q.broker_name)]) for q in queues]
     data: list[dict[str, Any]] = []
     for plan in plan_ranges(bounds, args.offset, args.count):
-        name = plan.queue.broker_name
+        name = BrokerName(plan.queue.broker_name)
         for message in await _read(session, plan, addrs[name]):
             data.append({"brokerName": name, **render.message_json(message)})
     rows = [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from rocketkube.client.admin.cli import render
@@ -173,7 +174,7 @@ async def _topic_list(session: Session) -> None:
         route = await admin.topic_route(topic)
         clusters = sorted({b.cluster for b in route.broker_datas})
         cluster = ",".join(clusters)
-        groups = await admin.topic_consumed_by(topic) if route.broker_datas else []
+        groups: Sequence[str] = await admin.topic_consumed_by(topic) if route.broker_datas else []
         data.append({"cluster": cluster, "topic": topic, "groups": groups})
         rows.extend([cluster, topic, group] for group in groups or [""])
     session.emit(data, render.table(["#Cluster Name", "#Topic", "#Consumer Group"], rows))
