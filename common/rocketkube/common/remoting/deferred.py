@@ -4,7 +4,7 @@ Group commit answers thousands of SYNC_FLUSH sends when one fsync ends. As async
 futures, each send cost a future, two done callbacks (the connection's and the metrics
 observer's) and, when resolved, two event loop handles run one by one. A
 :class:`DeferredReply` calls its listeners directly, inside
-:meth:`~DeferredReply.resolve`, so answering a flushed group is one loop over plain calls
+:meth:`~DeferredReply.resolve`, so answering a flushed group is one loop over direct calls
 and the responses go out in one write.
 
 It is still awaitable (a coroutine or a test may ``await`` it like any reply).
