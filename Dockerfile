@@ -2,7 +2,7 @@
 # The rocketkube image: one image for `rocketkube namesrv`, `rocketkube broker` and
 # `rocketkube operator` (`make image`; tests/image/ checks the rules below).
 #
-# - builder: compiles the wheel, C accelerators included (hatch_build.py), and fetches the
+# - builder: compiles the wheel, compiled modules included (hatch_build.py), and fetches the
 #   wheels of its dependencies (the operator extra; not spark). The build fails if the wheel
 #   lacks a compiled module for any .pyx source.
 # - final: the same slim Python, the wheels installed into /opt/rocketkube from the builder
@@ -42,7 +42,7 @@ RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[operator]" \
     && python -c "import glob, sys, zipfile; \
 names = zipfile.ZipFile(glob.glob('/wheels/rocketkube-*.whl')[0]).namelist(); \
 compiled = sum(n.endswith('.so') for n in names); sources = sum(n.endswith('.pyx') for n in names); \
-sys.exit(0 if compiled == sources else f'{compiled} of {sources} accelerators compiled')"
+sys.exit(0 if compiled == sources else f'{compiled} of {sources} compiled modules built')"
 
 FROM ${PYTHON_IMAGE}
 ARG PYTHON_IMAGE

@@ -11,9 +11,9 @@ NODE_STAMP := $(NODE_DIR)/node_modules/.installed-stamp
 .PHONY: bench-spark
 
 # uv resolves and installs in seconds what pip takes minutes for; pip when uv cannot run.
-# The install compiles the C accelerators (hatch_build.py), so a changed .pyx reinstalls.
-ACCELERATORS := $(shell find common namesrv broker client operator -name '*.pyx' -o -name '*.pxi')
-$(STAMP): pyproject.toml hatch_build.py $(ACCELERATORS)
+# The install builds the compiled modules (hatch_build.py), so a changed .pyx reinstalls.
+COMPILED_SOURCES := $(shell find common namesrv broker client operator -name '*.pyx' -o -name '*.pxi')
+$(STAMP): pyproject.toml hatch_build.py $(COMPILED_SOURCES)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet uv && $(VENV)/bin/uv pip install --quiet --python $(PY) -e '.[test]' \
 		|| $(PY) -m pip install --quiet -e '.[test]'

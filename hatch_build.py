@@ -1,11 +1,11 @@
-"""Build hook: compile the optional C accelerators (Cython) beside their Python sources.
+"""Build hook: build the optional compiled modules (Cython) beside their Python sources.
 
-An accelerator is a module ``_name.pyx`` next to the Python code it speeds up, which
-falls back to its own pure-Python path when the compiled module is absent
-(``rocketkube.common.accelerators``). So no build fails for them: without Cython or a C
-compiler, or with ``ROCKETKUBE_NO_EXTENSIONS=1``, the distribution is pure Python and the
-build says so. An editable install gets the compiled module in the source tree (where the
-dev-mode directories expose it), a wheel gets it packed beside the Python modules.
+A compiled module is a ``_name.pyx`` next to the Python module it speeds up, whose Python
+sibling serves when the compiled module is absent (``rocketkube.common.compiled``). So no
+build fails for them: without Cython or a C compiler, or with
+``ROCKETKUBE_NO_EXTENSIONS=1``, the distribution is pure Python and the build says so.
+An editable install gets the compiled module in the source tree (where the dev-mode
+directories expose it), a wheel gets it packed beside the Python modules.
 """
 
 from __future__ import annotations
@@ -19,36 +19,36 @@ from typing import Any
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 #: module -> (source, C libraries to link)
-ACCELERATORS: dict[str, tuple[str, list[str]]] = {
+COMPILED_MODULES: dict[str, tuple[str, list[str]]] = {
     "rocketkube.common.remoting._frames": ("common/rocketkube/common/remoting/_frames.pyx", []),
     "rocketkube.broker.store._records": ("broker/rocketkube/broker/store/_records.pyx", ["z"]),
 }
 
 
-def compile_accelerators(root: Path) -> dict[str, Path]:
-    """Compile every accelerator next to its source; their built files by module."""
+def compile_modules(root: Path) -> dict[str, Path]:
+    """Compile every compiled module next to its source; their built files by module."""
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
     from setuptools.command.build_ext import build_ext
 
     with tempfile.TemporaryDirectory() as tmp:
-        extensions = cythonize(
+        modules = cythonize(
             [
                 Extension(name, [str(root / source)], libraries=libraries)
-                for name, (source, libraries) in ACCELERATORS.items()
+                for name, (source, libraries) in COMPILED_MODULES.items()
             ],
             build_dir=tmp,
             include_path=[str(root / "common" / "rocketkube" / "common")],  # *.pxi
             quiet=True,
             compiler_directives={"language_level": 3},
         )
-        command = build_ext(Distribution({"ext_modules": extensions}))
+        command = build_ext(Distribution({"ext_modules": modules}))
         command.build_lib = str(Path(tmp) / "lib")
         command.build_temp = str(Path(tmp) / "temp")
         command.ensure_finalized()
         command.run()
         built: dict[str, Path] = {}
-        for name, (source, _) in ACCELERATORS.items():
+        for name, (source, _) in COMPILED_MODULES.items():
             made = Path(command.get_ext_fullpath(name))
             target = (root / source).with_name(made.name)
             # A new file, then renamed: a process that has the old one loaded keeps its
@@ -61,10 +61,10 @@ def compile_accelerators(root: Path) -> dict[str, Path]:
 
 
 def remove_builds(root: Path) -> list[Path]:
-    """Delete the accelerators built earlier beside their sources: after a failed build an
+    """Delete the compiled modules built earlier beside their sources: after a failed build an
     old one would be imported in place of the Python code it no longer matches."""
     removed: list[Path] = []
-    for source, _ in ACCELERATORS.values():
+    for source, _ in COMPILED_MODULES.values():
         module = (root / source).with_suffix("")
         for built in module.parent.glob(f"{module.name}.*.so"):
             built.unlink()
@@ -72,7 +72,7 @@ def remove_builds(root: Path) -> list[Path]:
     return removed
 
 
-class AcceleratorsHook(BuildHookInterface):
+class CompiledModulesHook(BuildHookInterface):
     PLUGIN_NAME = "custom"
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
@@ -83,11 +83,11 @@ class AcceleratorsHook(BuildHookInterface):
             self.app.display_info("ROCKETKUBE_NO_EXTENSIONS is set: pure Python build")
             return
         try:
-            built = compile_accelerators(Path(self.root))
+            built = compile_modules(Path(self.root))
         except Exception as exc:  # no Cython, no compiler: the pure-Python paths serve
             stale = remove_builds(Path(self.root))
             self.app.display_warning(
-                f"C accelerators not built ({exc}): pure Python build"
+                f"compiled modules not built ({exc}): pure Python build"
                 + (f"; removed {len(stale)} earlier builds" if stale else "")
             )
             return

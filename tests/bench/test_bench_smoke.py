@@ -61,7 +61,7 @@ def test_bench_broker_against_child_brokers(capsys: pytest.CaptureFixture[str]) 
     assert code == 0, err
     summary = json.loads(out)
     assert summary["benchmark"] == "broker"
-    assert {"cpus", "load_before", "load_after", "calibration_ms", "compiled_accelerators"} <= (
+    assert {"cpus", "load_before", "load_after", "calibration_ms", "compiled_modules"} <= (
         summary["machine"].keys()
     )
     results = summary["results"]

@@ -20,14 +20,13 @@ from hypothesis import strategies as st
 from rocketkube.broker.context import BrokerContext
 from rocketkube.broker.processors.send import processor as send
 from rocketkube.broker.store import InnerMessage, records
-from rocketkube.broker.store.records import PreparedSend as Ready
 from rocketkube.common.protocol.topic_config import TopicConfig
 from rocketkube.common.remoting import frame
 from rocketkube.common.remoting.codes import RequestCode
 from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection
 
-_COMPILED = records.compiled()
+_COMPILED = records.compiled_module()
 LAYOUTS = [pytest.param(typing.cast("records.Implementation", records), id="python")]
 if _COMPILED is not None:
     LAYOUTS.append(pytest.param(_COMPILED, id="compiled", marks=pytest.mark.compiled))
@@ -96,7 +95,7 @@ def v1_fields(**changes: str | None) -> dict[str, str]:
     return {names[key]: value for key, value in v2_fields(**changes).items()}
 
 
-def outcome(ready: Ready | RemotingCommand) -> tuple[object, ...]:
+def outcome(ready: records.PreparedSend | RemotingCommand) -> tuple[object, ...]:
     """What a prepared send decides: its store messages and what its answer names."""
     if isinstance(ready, RemotingCommand):
         return ("refused", ready.code, ready.remark)
@@ -117,7 +116,9 @@ def processors(
     return processor_pair(context, layout)
 
 
-def kernel(processor: send.SendProcessor, request: RemotingCommand, v2: bool) -> Ready | None:
+def prepared_alone(
+    processor: send.SendProcessor, request: RemotingCommand, v2: bool
+) -> records.PreparedSend | None:
     """What the preparation alone makes of ``request`` with ``processor``'s topic states."""
     topics, configs = processor._plain_topics, processor._topics.table
     return processor._plain(request, v2, topics, configs, processor._rules, bytes(8))
@@ -125,9 +126,9 @@ def kernel(processor: send.SendProcessor, request: RemotingCommand, v2: bool) ->
 
 def prepare(
     processors: tuple[send.SendProcessor, send.SendProcessor], ext: dict[str, str], code: int
-) -> tuple[tuple[object, ...], tuple[object, ...], Ready | None]:
+) -> tuple[tuple[object, ...], tuple[object, ...], records.PreparedSend | None]:
     """Both processors' outcomes, twice each (the first caches the topic's state), and
-    what the kernel alone made of it."""
+    what the preparation alone made of it."""
     compiled, python = processors
     peer = _Peer()
     body = memoryview(b"hello world")
@@ -135,7 +136,7 @@ def prepare(
     primer = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2_fields(), body)
     compiled._prepare(peer, primer, True)  # the topic's state cached
     request = RemotingCommand.request(code, dict(ext), body)
-    alone = kernel(compiled, request, v2)
+    alone = prepared_alone(compiled, request, v2)
     results = []
     for processor in (compiled, python, compiled, python):
         request = RemotingCommand.request(code, dict(ext), body)
@@ -205,9 +206,9 @@ def test_a_send_without_a_queue_is_left_to_python(
     processor, _ = processor_pair(context, layout)
     request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2_fields(e="-1"), b"b")
     first = processor._prepare(_Peer(), request, True)
-    assert isinstance(first, Ready)
+    assert isinstance(first, records.PreparedSend)
     assert 0 <= first.queue_id < 8
-    assert kernel(processor, request, True) is None
+    assert prepared_alone(processor, request, True) is None
 
 
 @pytest.mark.parametrize(
@@ -231,18 +232,18 @@ def test_a_changed_topic_is_decided_again_in_python_first(
     def request() -> RemotingCommand:
         return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, v2_fields(), b"body")
 
-    assert isinstance(processor._prepare(peer, request(), True), Ready)
-    assert kernel(processor, request(), True) is not None
+    assert isinstance(processor._prepare(peer, request(), True), records.PreparedSend)
+    assert prepared_alone(processor, request(), True) is not None
     context.topics.update(changed)
-    assert kernel(processor, request(), True) is None
+    assert prepared_alone(processor, request(), True) is None
     assert outcome(processor._prepare(peer, request(), True)) == outcome(
         python._prepare(peer, request(), True)
     )
-    again = kernel(processor, request(), True)
+    again = prepared_alone(processor, request(), True)
     assert (again is not None) is plain
-    if again is not None:  # (the kernel helper's born host is 0.0.0.0:0)
+    if again is not None:  # (prepared_alone's born host is 0.0.0.0:0)
         expected = python._prepare(peer, request(), True)
-        assert isinstance(expected, Ready)
+        assert isinstance(expected, records.PreparedSend)
         hostless = [m._replace(born_host=bytes(8)) for m in expected.messages]
         assert outcome(again) == outcome(expected._replace(messages=hostless))
 
@@ -268,7 +269,7 @@ def test_a_mixed_run_is_prepared_alike(
 ) -> None:
     """``prepare_run`` over plain and other sends gives what ``_prepare`` gives each."""
     compiled, python = processors
-    run_kernel = compiled._prepare_run
+    prepare_run = compiled._prepare_run
     peer = _Peer()
     mixed = [
         v2_fields(), v2_fields(e="8"), v2_fields(m="true"), v2_fields(b="Auto"),
@@ -280,19 +281,21 @@ def test_a_mixed_run_is_prepared_alike(
         return [RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, f, body) for f in mixed]
 
     replies: list[object] = []
-    ready: list[tuple[int, Ready]] = []
+    ready: list[tuple[int, records.PreparedSend]] = []
     messages: list[InnerMessage] = []
-    run_kernel(requests(), lambda r, v2: compiled._check(peer, r, v2), compiled._plain_topics,
+    prepare_run(requests(), lambda r, v2: compiled._check(peer, r, v2), compiled._plain_topics,
                compiled._topics.table, compiled._rules, compiled._born_host(peer.remote_address),
                replies, ready, messages)  # fmt: skip
     expected = [python._prepare(peer, r, True) for r in requests()]
-    assert [i for i, _ in ready] == [i for i, e in enumerate(expected) if isinstance(e, Ready)]
+    assert [i for i, _ in ready] == [
+        i for i, e in enumerate(expected) if isinstance(e, records.PreparedSend)
+    ]
     assert [outcome(one) for _, one in ready] == [
-        outcome(e) for e in expected if isinstance(e, Ready)
+        outcome(e) for e in expected if isinstance(e, records.PreparedSend)
     ]
     assert [m for _, one in ready for m in one.messages] == messages
     refused = [outcome(r) for r in replies if r is not None]  # type: ignore[arg-type]
-    assert refused == [outcome(e) for e in expected if not isinstance(e, Ready)]
+    assert refused == [outcome(e) for e in expected if not isinstance(e, records.PreparedSend)]
     assert len(ready) == 5  # refused: the queue over the limit, the batch that is not one
 
 
@@ -333,7 +336,7 @@ def test_a_scanned_send_is_prepared_from_its_values_alike(
                       True)  # fmt: skip  # the topic's state cached
     request, decoded = scanned(ext, b"hello")
     assert unmade(request)
-    ready = kernel(compiled, request, True)
+    ready = prepared_alone(compiled, request, True)
     if ready is not None:
         assert unmade(request), "prepared from the values, no dict made"
     assert outcome(compiled._prepare(peer, request, True)) == outcome(

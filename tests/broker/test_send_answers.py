@@ -6,16 +6,15 @@ run, the messages and body bytes tallied per topic."""
 from __future__ import annotations
 
 from rocketkube.broker.processors.send.answers import Reply, stored_answers, waited_answers
-from rocketkube.broker.store import AppendResult, InnerMessage
-from rocketkube.broker.store.records import PreparedSend as Ready
+from rocketkube.broker.store import AppendResult, InnerMessage, records
 from rocketkube.common.remoting.frame import ResponseTemplate, TemplatedResponse
 
 TEMPLATE = ResponseTemplate(0, {"MSG_REGION": "r", "TRACE_ON": "true"}, ("msgId", "queueId", "o"))
 
 
-def ready(topic: str, queue_id: int, count: int, started: float) -> Ready:
+def ready(topic: str, queue_id: int, count: int, started: float) -> records.PreparedSend:
     messages = tuple(InnerMessage(topic, queue_id, b"x" * 3) for _ in range(count))
-    return Ready(messages, topic, queue_id, 3 * count, False, started)
+    return records.PreparedSend(messages, topic, queue_id, 3 * count, False, started)
 
 
 def test_a_run_is_answered_in_order_with_its_latencies_and_tallies() -> None:

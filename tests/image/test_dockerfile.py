@@ -62,10 +62,10 @@ def test_the_builder_compiles_the_wheel_from_the_packaged_sources() -> None:
     packaging = {"pyproject.toml", "hatch_build.py", PYPROJECT["project"]["readme"]}
     assert copied == packaging | set(SOURCE_ROOTS)
     run = run_lines(BUILDER)
-    # a C compiler and zlib's headers: hatch_build.py compiles the accelerators against zlib
+    # a C compiler and zlib's headers: hatch_build.py builds the compiled modules against zlib
     assert re.search(r"apt-get install .*\bgcc\b.*\bzlib1g-dev\b", run), run
     assert 'pip wheel --no-cache-dir --wheel-dir /wheels ".[operator]"' in run
-    assert "accelerators compiled" in run  # the build fails on a wheel without them
+    assert "compiled modules built" in run  # the build fails on a wheel without them
 
 
 def test_the_final_stage_installs_only_the_wheel_with_the_operators_extra() -> None:

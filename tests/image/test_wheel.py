@@ -1,6 +1,6 @@
 """The wheel the image installs, built as its builder stage builds it (from the context
 ``.dockerignore`` admits) and installed as its final stage installs it (with the operator's
-extra, into an empty venv): every entry point, every compiled accelerator, every file of
+extra, into an empty venv): every entry point, every compiled module, every file of
 the packages; the installed commands run; and a server started from that install as PID 1
 of its own PID namespace, on a read-only install and working directory with HOME and TMPDIR
 as the image sets them (volumes), serves, writes only there, and stops cleanly on SIGTERM.
@@ -94,9 +94,7 @@ def test_the_wheel_holds_every_entry_point(wheel: Path) -> None:
 
 
 @pytest.mark.compiled  # the pure-Python run turns them off, in the fresh install too
-def test_every_accelerator_is_compiled_into_the_wheel_and_loads(
-    wheel: Path, installed: Path
-) -> None:
+def test_every_compiled_module_is_in_the_wheel_and_loads(wheel: Path, installed: Path) -> None:
     sources = [path for path in tracked(*PACKAGES) if path.endswith(".pyx")]
     assert sources, "no .pyx sources found"
     held = members(wheel)

@@ -247,8 +247,8 @@ class _Span:
 def calibrate(rounds: int = 5, iterations: int = 1_000_000) -> tuple[float, float]:
     """(fastest, slowest) milliseconds of a fixed pure-Python loop, a machine speed probe.
 
-    On shared virtual machines the same loop was seen to take 50 ms and then 700 ms of CPU
-    time: a wide spread says the figures beside it are noisy, whatever they are.
+    On a shared virtual machine the same loop can take many times longer from one round to
+    the next: a wide spread says the figures beside it are noisy, whatever they are.
     """
     times = []
     for _ in range(rounds):

@@ -69,12 +69,12 @@ async def run_broker(args: argparse.Namespace) -> int:
         "cpus": os.cpu_count(),
         "load_before": load,
         "calibration_ms": [round(fastest, 1), round(slowest, 1)],
-        "compiled_accelerators": compiled,
+        "compiled_modules": compiled,
     }
     print(
         f"machine: {os.cpu_count()} CPUs, load {load[0]:.2f}, a 1M-step Python loop takes "
         f"{fastest:.0f}-{slowest:.0f} ms (a wide spread: noisy figures); compiled "
-        f"accelerators {'on' if compiled else 'off (ROCKETKUBE_NO_EXTENSIONS or not built)'}",
+        f"modules {'on' if compiled else 'off (ROCKETKUBE_NO_EXTENSIONS or not built)'}",
         file=table,
     )
     print(bench.format_header(), file=table, flush=True)

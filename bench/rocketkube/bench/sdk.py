@@ -69,8 +69,7 @@ class ClientBenchSettings:
     settle_heap: bool = True
     """Settle the heap before the run as the servers do (``runtime.settle_heap``): frozen,
     young collections every 10,000 objects. Off: CPython's collector as it comes, which
-    walks the thousands of sends in flight every 700 allocations (a tenth of the client's
-    CPU at ``-w 1024``)."""
+    walks the thousands of sends in flight every 700 allocations."""
 
     def producer_settings(self, namesrv_addr: str) -> ProducerSettings:
         """The options of the benchmark's producer (and of the consumer benchmark's prefill,

@@ -12,7 +12,7 @@ from typing import Any
 
 import prometheus_client
 
-from rocketkube.broker.accelerated import accelerated
+from rocketkube.broker import compiled_modules
 from rocketkube.broker.acl import AccessGuard
 from rocketkube.broker.acl import admin as acl_admin
 from rocketkube.broker.consumers.clients import ClientManager
@@ -255,10 +255,10 @@ class BrokerApp:
         self._spawn(self._every(CLIENT_SCAN_SECONDS, self._expire_clients), "client-expiry")
         self._ready = True
         log.info("broker %s (%s, id %d) serving on %s, cluster %s, name servers %s, "
-                 "compiled accelerators %s",
+                 "compiled modules %s",
                  settings.broker_name, settings.broker_role, settings.broker_id, ctx.broker_addr,
                  settings.broker_cluster_name, settings.namesrv_addr or "none",
-                 ", ".join(accelerated()) or "none")  # fmt: skip
+                 ", ".join(compiled_modules.in_use()) or "none")  # fmt: skip
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         self._tasks.append(asyncio.create_task(coro, name=name))

@@ -1,4 +1,4 @@
-# Included (``include "_bigendian.pxi"``) by the compiled accelerators that write Java's
+# Included (``include "_bigendian.pxi"``) by the compiled modules that write Java's
 # big-endian integers into records, consume queue entries, index slots and frames.
 
 

@@ -46,11 +46,11 @@ SERVER_GC_THRESHOLDS = (10_000, 20, 20)
 def settle_heap() -> None:
     """Freeze what start-up built and make young collections rarer.
 
-    A broker handles messages in chunks of hundreds, and the objects of a chunk in flight
-    made a young collection run for nearly every chunk, promoting them to the old
-    generations; full collections then walked the whole start-up heap (modules, settings,
-    store tables: about 60k objects) several times a minute, stalling the loop for tens of
-    milliseconds each (docs/performance.md, 2026-11-22). Frozen objects are still freed when
+    A broker handles messages in chunks of hundreds, and with CPython's default thresholds
+    the objects of a chunk in flight make a young collection run for nearly every chunk,
+    promoting them to the old generations; full collections then walk the whole start-up
+    heap (modules, settings, store tables) several times a minute, stalling the loop each
+    time (docs/performance.md, 2026-11-22). Frozen objects are still freed when
     no longer referenced, only never searched for cycles; this changes process-wide state,
     so it belongs in a server's entry point, once start-up is done.
     """

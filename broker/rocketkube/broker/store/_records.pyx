@@ -5,8 +5,8 @@ does), with the same bytes, results and errors.
 It reads messages through their attributes and results as the tuples they are, writes
 only into the buffers it is given, and takes every rule as data from its caller (topic
 bytes, caches, the timed topic) or asks the caller's callbacks; its constants are
-imported from the modules that own them. It exists for speed alone: the Python loops
-cost a keyword call, struct packs and slice copies per message. Built by the project's
+imported from the modules that own them. It exists for speed alone: its Python sibling
+costs a keyword call, struct packs and slice copies per message. Built by the project's
 build hook when Cython and a C compiler are there; ``records.implementation()`` picks it.
 """
 

@@ -24,7 +24,7 @@ decided by the callers (``CommitLog``, ``Dispatcher``, ``IndexFile``); the funct
 take those decisions as data (topic bytes, caches) or as callbacks for anything unusual.
 ``_records.pyx`` is the same API compiled; :func:`implementation` picks it when it was
 built and ``ROCKETKUBE_NO_EXTENSIONS`` is not set, and ``tests/broker/store/
-test_records_kernel.py`` holds the two to the same bytes and results.
+test_records_compiled.py`` holds the two to the same bytes and results.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final, NamedTuple, Protocol, TypeAlias
 
 from rocketkube.broker.store import consume_queue, model
-from rocketkube.common import accelerators
+from rocketkube.common import compiled
 from rocketkube.common.message import record, sysflag
 from rocketkube.common.protocol.topic_config import TopicConfig
 from rocketkube.common.remoting.command import RemotingCommand
@@ -55,7 +55,7 @@ __all__ = [
     "PreparedSend",
     "QueueRun",
     "TagsCode",
-    "compiled",
+    "compiled_module",
     "encode_records",
     "implementation",
     "prepare_plain",
@@ -171,9 +171,9 @@ class Implementation(Protocol):
     ) -> None: ...  # fmt: skip
 
 
-def compiled() -> Implementation | None:
+def compiled_module() -> Implementation | None:
     """The compiled module (``_records.pyx``), or None: not built, or turned off."""
-    found = accelerators.compiled("rocketkube.broker.store._records", "put_index_entries")
+    found = compiled.load("rocketkube.broker.store._records", "put_index_entries")
     if found is None:
         return None
     return typing.cast("Implementation", sys.modules["rocketkube.broker.store._records"])
@@ -181,7 +181,7 @@ def compiled() -> Implementation | None:
 
 def implementation() -> Implementation:
     """The compiled module when there is one, else this one."""
-    return compiled() or typing.cast("Implementation", sys.modules[__name__])
+    return compiled_module() or typing.cast("Implementation", sys.modules[__name__])
 
 
 # -- commit log records -------------------------------------------------------------------

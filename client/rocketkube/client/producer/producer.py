@@ -143,8 +143,8 @@ class Producer(AsyncLifecycle):
 
     A process keeping thousands of sends in flight should settle its heap once started
     (:func:`rocketkube.common.runtime.settle_heap`): CPython's default collector walks
-    every send in flight each 700 allocations, a tenth of the producer's CPU at 1,024 in
-    flight. The producer never changes that process-wide setting itself.
+    every send in flight each 700 allocations, a cost that grows with the sends in flight.
+    The producer never changes that process-wide setting itself.
     """
 
     def __init__(

@@ -71,8 +71,8 @@ _LONG_MAX: Final = (1 << 63) - 1
 class SendFields(NamedTuple):
     """The request header's values, as the broker's hot path reads them.
 
-    Frozen dataclasses cost microseconds to build (one ``object.__setattr__`` per field);
-    a named tuple costs a tenth of that, which matters at 100k sends a second.
+    A named tuple, made as cheaply as a tuple on the hot path; a frozen dataclass would
+    call ``object.__setattr__`` once per field.
     """
 
     producer_group: str

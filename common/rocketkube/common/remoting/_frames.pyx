@@ -1,11 +1,19 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The frame decoder's scan and the writing of templated answers, compiled.
+"""Wire frames, compiled: the command types, the frame decoder's scan and the writing of
+templated answers.
+
+:class:`RemotingCommand` and :class:`TemplatedResponse` are this module's own types, with
+the fields, methods, equality and repr of their Python siblings (the dataclass in
+``command``, the class in ``frame``), which serve these when the module is built. A
+request whose extFields names are all one letter keeps them as ``header_names`` and
+``header_values`` until ``ext_fields`` is first read.
 
 :class:`Scanner` splits received bytes into commands as ``FrameDecoder.scan`` does (the
 layout is drawn in ``frame``), with the same commands, the same end position and the same
-errors; :func:`templated_frames` writes a run's templated answers as
-``frame.templated_frames`` does, joining each template's parts and values instead of a
-string format per answer, straight into the one buffer of the run's frames.
+errors; :func:`templated_frames` and :func:`held_frames` write a run's templated answers
+as ``frame.templated_frames`` and ``frame.held_frames`` do, joining each template's parts
+and values instead of a string format per answer, straight into the one buffer of the
+run's frames.
 
 A JSON header in the subset remoting clients send (an object of integers, strings and
 an extFields object of strings: no floats, booleans, nulls or arrays, names unescaped,
@@ -13,7 +21,7 @@ integers of 18 digits at most) whose fields need nothing done is parsed here, wi
 orjson; any other frame (binary headers, values fastjson would coerce, anything outside
 the subset or malformed) goes to ``frame.decode_frame``, which decides it exactly as
 without this module.
-``tests/common/test_frames_kernel.py`` holds the two to the same results.
+``tests/common/test_frames_compiled.py`` holds the two to the same results.
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer

@@ -18,7 +18,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rocketkube.common import accelerators
+from rocketkube.common import compiled
 from rocketkube.common.remoting import codes
 from rocketkube.common.remoting.codes import FLAG_ONEWAY, FLAG_RESPONSE, SERVER_VERSION
 
@@ -104,7 +104,7 @@ if not TYPE_CHECKING:
     RemotingCommand = (
         typing.cast(
             "type[PyRemotingCommand] | None",
-            accelerators.compiled("rocketkube.common.remoting._frames", "RemotingCommand"),
+            compiled.load("rocketkube.common.remoting._frames", "RemotingCommand"),
         )
         or PyRemotingCommand
     )

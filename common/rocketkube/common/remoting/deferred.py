@@ -1,10 +1,10 @@
 """A reply a processor gives later, without an asyncio future per request.
 
-Group commit answers thousands of SYNC_FLUSH sends when one fsync ends. As asyncio
-futures, each send cost a future, two done callbacks (the connection's and the metrics
+Group commit answers thousands of SYNC_FLUSH sends when one fsync ends. An asyncio future
+per send would cost the future, two done callbacks (the connection's and the metrics
 observer's) and, when resolved, two event loop handles run one by one. A
 :class:`DeferredReply` calls its listeners directly, inside
-:meth:`~DeferredReply.resolve`, so answering a flushed group is one loop over plain calls
+:meth:`~DeferredReply.resolve`, so answering a flushed group is one loop over direct calls
 and the responses go out in one write.
 
 It is still awaitable (a coroutine or a test may ``await`` it like any reply).

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import orjson
 
-from rocketkube.common import accelerators, errors
+from rocketkube.common import compiled, errors
 from rocketkube.common.remoting import codes
 from rocketkube.common.remoting.command import (
     FLAG_ONEWAY,
@@ -267,9 +267,9 @@ Scan: TypeAlias = Callable[
 
 
 def compiled_scan() -> Scan | None:
-    """A compiled twin of :meth:`FrameDecoder.scan` (``_frames.pyx``; one per decoder: it
+    """The compiled :meth:`FrameDecoder.scan` (``_frames.pyx``; one per decoder: it
     keeps a cache of short strings), or None: not built, or turned off."""
-    scanner = accelerators.compiled("rocketkube.common.remoting._frames", "Scanner")
+    scanner = compiled.load("rocketkube.common.remoting._frames", "Scanner")
     made = typing.cast("Callable[[], Scan] | None", scanner)
     return None if made is None else made()
 
@@ -389,7 +389,7 @@ PyTemplatedResponse = TemplatedResponse
 
 if not TYPE_CHECKING:
     TemplatedResponse = (
-        accelerators.compiled("rocketkube.common.remoting._frames", "TemplatedResponse")
+        compiled.load("rocketkube.common.remoting._frames", "TemplatedResponse")
         or PyTemplatedResponse
     )
 
@@ -513,18 +513,18 @@ def held_frames(
 
 
 def compiled_held_frames() -> HeldFrames | None:
-    """The compiled twin of :func:`held_frames`, or None: not built, or turned off."""
+    """The compiled :func:`held_frames`, or None: not built, or turned off."""
     return typing.cast(
         "HeldFrames | None",
-        accelerators.compiled("rocketkube.common.remoting._frames", "held_frames"),
+        compiled.load("rocketkube.common.remoting._frames", "held_frames"),
     )
 
 
 def compiled_templated_frames() -> TemplatedFrames | None:
-    """The compiled twin of :func:`templated_frames`, or None: not built, or turned off."""
+    """The compiled :func:`templated_frames`, or None: not built, or turned off."""
     return typing.cast(
         "TemplatedFrames | None",
-        accelerators.compiled("rocketkube.common.remoting._frames", "templated_frames"),
+        compiled.load("rocketkube.common.remoting._frames", "templated_frames"),
     )
 
 

@@ -32,14 +32,14 @@ from rocketkube.broker.store import (
 from rocketkube.broker.store.commitlog import CommitLog
 from rocketkube.broker.store.dispatch import SCHEDULE_TOPIC
 from rocketkube.broker.store.settings import StorePaths
-from rocketkube.common import accelerators
+from rocketkube.common import compiled
 from rocketkube.common.message import ids, record
 from rocketkube.common.message.properties import decode_properties, encode_properties
 
 V4 = bytes([127, 0, 0, 1, 0, 0, 0x27, 0x1B])
 V6 = bytes(range(16)) + b"\x00\x00\x30\x39"
 HOST = ids.pack_host("10.0.0.9", 40000)
-COMPILED = records.compiled()
+COMPILED = records.compiled_module()
 PYTHON: records.Implementation = records
 needs_compiled = pytest.mark.skipif(COMPILED is None, reason="compiled modules not built")
 pytestmark = pytest.mark.compiled
@@ -51,7 +51,7 @@ dict's order: the compiled loop keeps a topic's offsets aside during a run)."""
 
 
 def run(
-    kernel: records.Implementation,
+    module: records.Implementation,
     messages: list[InnerMessage],
     host: bytes = V4,
     offsets: dict[tuple[str, int], int] | None = None,
@@ -59,7 +59,7 @@ def run(
     buf = bytearray(1 << 16)
     queue_offsets = dict(offsets or {})
     topics = {m.topic: m.topic.encode() for m in messages}
-    end, appended = kernel.encode_records(
+    end, appended = module.encode_records(
         messages, buf, 24, 1 << 30, topics=topics, queue_offsets=queue_offsets,
         store_host=host, now=1_700_000_000_123,
     )  # fmt: skip
@@ -78,7 +78,7 @@ def both(
 
 def test_the_build_compiled_it() -> None:
     """`make install` builds the compiled modules where Cython and a C compiler are (CI)."""
-    if not accelerators.wanted():
+    if not compiled.enabled():
         pytest.skip("ROCKETKUBE_NO_EXTENSIONS is set")
     assert COMPILED is not None, "the build hook did not compile _records.pyx"
     assert records.implementation() is COMPILED
@@ -104,9 +104,9 @@ def test_the_records_and_results_are_the_pythons() -> None:
         InnerMessage("Half", 0, b"commit", b"", sys_flag=0x8, prepared_transaction_offset=99),
         InnerMessage("TopicA", 0, b"", b"", sys_flag=0x30),  # stale v6 bits are cleared
     ]
-    compiled, python = both(messages, offsets={("TopicA", 0): 41})
-    assert compiled == python
-    _, end, appended, offsets = python
+    from_compiled, from_python = both(messages, offsets={("TopicA", 0): 41})
+    assert from_compiled == from_python
+    _, end, appended, offsets = from_python
     assert [a.queue_offset for a in appended] == [41, 42, 0, 0, 0, 0, 43]
     assert offsets == [(("TopicA", 0), 44), (("TopicB", 5), 1), (("Half", 0), 1)]
     assert end == 24 + sum(a.size for a in appended)
@@ -114,17 +114,17 @@ def test_the_records_and_results_are_the_pythons() -> None:
 
 @needs_compiled
 def test_an_ipv6_store_host_sets_the_bit_in_both() -> None:
-    compiled, python = both([InnerMessage("T", 1, b"b", b"")], host=V6)
-    assert compiled == python
-    assert record.decode(python[0][24:]).store_host.startswith("[")
+    from_compiled, from_python = both([InnerMessage("T", 1, b"b", b"")], host=V6)
+    assert from_compiled == from_python
+    assert record.decode(from_python[0][24:]).store_host.startswith("[")
 
 
 @needs_compiled
 def test_an_out_of_range_field_is_refused_like_struct() -> None:
     assert COMPILED is not None
-    for kernel in (COMPILED, PYTHON):
+    for module in (COMPILED, PYTHON):
         with pytest.raises((struct.error, OverflowError)):
-            run(kernel, [InnerMessage("T", 0, b"b", b"", flag=1 << 31)])
+            run(module, [InnerMessage("T", 0, b"b", b"", flag=1 << 31)])
 
 
 _messages = st.lists(
@@ -158,25 +158,25 @@ _offsets = st.dictionaries(
 def test_any_run_is_encoded_alike(
     messages: list[InnerMessage], offsets: dict[tuple[str, int], int]
 ) -> None:
-    compiled, python = both(messages, offsets=offsets)
-    assert compiled == python
+    from_compiled, from_python = both(messages, offsets=offsets)
+    assert from_compiled == from_python
 
 
 def test_the_environment_turns_the_compiled_module_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert accelerators.wanted({})
-    assert accelerators.wanted({"ROCKETKUBE_NO_EXTENSIONS": "0"})
-    assert not accelerators.wanted({"ROCKETKUBE_NO_EXTENSIONS": "1"})
+    assert compiled.enabled({})
+    assert compiled.enabled({"ROCKETKUBE_NO_EXTENSIONS": "0"})
+    assert not compiled.enabled({"ROCKETKUBE_NO_EXTENSIONS": "1"})
     monkeypatch.setenv("ROCKETKUBE_NO_EXTENSIONS", "1")
-    assert records.compiled() is None
+    assert records.compiled_module() is None
     assert records.implementation() is PYTHON
 
 
-@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+@pytest.mark.parametrize("use_compiled", [True, False], ids=["compiled", "python"])
 def test_records_are_sized_as_validate_sizes_them(
-    config: StoreConfig, tmp_path: Path, compiled: bool
+    config: StoreConfig, tmp_path: Path, use_compiled: bool
 ) -> None:
-    kernel = COMPILED if compiled else PYTHON
-    if kernel is None:
+    module = COMPILED if use_compiled else PYTHON
+    if module is None:
         pytest.skip("compiled modules not built")
     log = CommitLog(StorePaths(tmp_path), config, V4)
     messages = [
@@ -187,7 +187,7 @@ def test_records_are_sized_as_validate_sizes_them(
     assert (total, error) == (sum(record.record_size(len(m.body), len(m.topic),
                                                      len(m.properties), len(m.born_host))
                                   for m in messages), "")  # fmt: skip
-    size = kernel.records_size
+    size = module.records_size
     assert size(messages, log._topics, log._fixed_size, log.max_body_size) == total
     unknown = [*messages, InnerMessage("New", 0, b"z")]
     assert size(unknown, log._topics, log._fixed_size, log.max_body_size) == -1
@@ -220,17 +220,17 @@ class Pair:
         self.stores: list[MessageStore] = []
         self.heard: list[list[tuple[str, int, int, list[int]]]] = []
         assert COMPILED is not None
-        for name, kernel in (("compiled", COMPILED), ("python", PYTHON)):
+        for name, module in (("compiled", COMPILED), ("python", PYTHON)):
             store = MessageStore(
                 dataclasses.replace(config, store_path_root_dir=root / name),
                 clock=lambda: 1_700_000_000_000, disk_usage=lambda _path: 0.1,
             )  # fmt: skip
             store.open()
-            store._log._records = kernel
-            store._dispatcher._records = kernel
+            store._log._records = module
+            store._dispatcher._records = module
             index = store._dispatcher._index
             assert index is not None
-            index._records = kernel
+            index._records = module
             heard: list[tuple[str, int, int, list[int]]] = []
             store.add_arrival_listener(lambda *call, heard=heard: heard.append(call))
             self.stores.append(store)
@@ -291,7 +291,7 @@ def test_the_queues_and_the_index_are_the_pythons(pair: Pair) -> None:
 _dispatched = st.builds(
     message,
     topic=st.sampled_from(["A", "B", SCHEDULE_TOPIC]),
-    queue_id=st.sampled_from([0, 1, 2, 64]),  # 64: past the queues the kernel keeps aside
+    queue_id=st.sampled_from([0, 1, 2, 64]),  # 64: past the queues kept aside
     sys_flag=st.sampled_from([0, 0, 0x4, 0x8, 0xC]),
     hinted=st.booleans(),
     TAGS=st.sampled_from(["x", "TagA", "é"]),

@@ -25,7 +25,7 @@ from rocketkube.common.remoting.deferred import DeferredReply
 COMPILED = frame.compiled_scan()
 pytestmark = [
     pytest.mark.compiled,
-    pytest.mark.skipif(COMPILED is None, reason="accelerators not built"),
+    pytest.mark.skipif(COMPILED is None, reason="compiled modules not built"),
 ]
 
 
