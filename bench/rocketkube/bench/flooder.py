@@ -43,9 +43,9 @@ from collections.abc import Sequence
 from typing import Final, Literal
 
 from rocketkube.common.remoting import frame
+from rocketkube.common.remoting.addresses import split_address
 from rocketkube.common.remoting.codes import RequestCode
 from rocketkube.common.remoting.command import RemotingCommand
-from rocketkube.common.remoting.connection import split_address
 
 __all__ = [
     "FloodCounts",

@@ -30,7 +30,7 @@ import orjson
 from rocketkube.common import errors
 from rocketkube.common.message import record, sysflag
 from rocketkube.common.protocol import pull_headers, send_headers
-from rocketkube.common.remoting import connection, frame
+from rocketkube.common.remoting import addresses, frame
 from rocketkube.common.remoting.codes import RequestCode, ResponseCode
 from rocketkube.common.remoting.command import RemotingCommand
 
@@ -433,7 +433,7 @@ async def open_pipelines(
     address: str, factories: Iterable[Callable[[], Pipeline]]
 ) -> list[Pipeline]:
     """One connection per factory; on failure the ones opened are closed."""
-    host, port = connection.split_address(address)
+    host, port = addresses.split_address(address)
     loop = asyncio.get_running_loop()
     pipes: list[Pipeline] = []
     try:

@@ -1,14 +1,17 @@
-"""Stopping background tasks: the one way servers and clients do it."""
+"""Background tasks and futures: stopping tasks the one way servers and clients do it,
+and passing a task's outcome on to a future."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["cancel_and_wait"]
+__all__ = ["cancel_and_wait", "copy_outcome"]
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 
 async def cancel_and_wait(*tasks: asyncio.Task[Any] | None, timeout: float = 10.0) -> None:
@@ -26,3 +29,15 @@ async def cancel_and_wait(*tasks: asyncio.Task[Any] | None, timeout: float = 10.
             log.warning("task %s failed: %r", task.get_name(), task.exception())
     for task in pending:
         log.warning("task %s did not stop within %.0f s", task.get_name(), timeout)
+
+
+def copy_outcome(future: asyncio.Future[_T], done: asyncio.Future[_T]) -> None:
+    """Give ``future`` the outcome of ``done``, unless it was cancelled meanwhile."""
+    if future.done():
+        return
+    if done.cancelled():
+        future.cancel()
+    elif (exc := done.exception()) is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(done.result())

@@ -1,11 +1,12 @@
 """A message made ready to send (docs/protocol.md §4): validated, compressed, properties encoded.
 
-Pure: the producer adds the queue id and the header's per-send fields.
+The producer adds the queue id and the header's per-send fields (:func:`send_request`).
 """
 
 from __future__ import annotations
 
 import re
+import time
 import zlib
 from collections.abc import Callable, Sequence
 from typing import Final, NamedTuple
@@ -16,9 +17,11 @@ from rocketkube.common.message import batch as batch_codec
 from rocketkube.common.message import properties as props
 from rocketkube.common.message import sysflag
 from rocketkube.common.message.model import Message
+from rocketkube.common.protocol.send_headers import SendHeaderTemplate
 from rocketkube.common.remoting.codes import RequestCode
+from rocketkube.common.remoting.command import RemotingCommand
 
-__all__ = ["Outgoing", "batch_request", "prepare", "prepare_batch", "validate"]
+__all__ = ["Outgoing", "batch_request", "prepare", "prepare_batch", "send_request", "validate"]
 
 _TOPIC_RE: Final = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 _MAX_TOPIC_LENGTH: Final = 127
@@ -120,3 +123,19 @@ def batch_request(
     return Outgoing(
         topic, RequestCode.SEND_BATCH_MESSAGE, body, 0, 0, None, True, ",".join(msg_ids)
     )
+
+
+def send_request(
+    outgoing: Outgoing, headers: SendHeaderTemplate, queue_id: int, *, oneway: bool
+) -> RemotingCommand:
+    """The send request of ``outgoing`` to queue ``queue_id``, born now."""
+    ext = headers.ext(
+        outgoing.topic,
+        queue_id,
+        outgoing.sys_flag,
+        time.time_ns() // 1_000_000,
+        outgoing.flag,
+        outgoing.properties,
+        batch=outgoing.batch,
+    )
+    return RemotingCommand.request(outgoing.code, ext, outgoing.body, oneway=oneway)

@@ -38,7 +38,13 @@ from rocketkube.client.lifecycle import AsyncLifecycle
 from rocketkube.client.producer import latency_fault
 from rocketkube.client.producer.auto_batch import AutoBatcher
 from rocketkube.client.producer.links import ProducerLinks
-from rocketkube.client.producer.outgoing import Outgoing, prepare, prepare_batch, validate
+from rocketkube.client.producer.outgoing import (
+    Outgoing,
+    prepare,
+    prepare_batch,
+    send_request,
+    validate,
+)
 from rocketkube.client.producer.queue_selectors import (
     MessageQueueSelector,
     RoundRobinSelector,
@@ -61,6 +67,7 @@ from rocketkube.common.remoting.command import RemotingCommand
 from rocketkube.common.remoting.connection import Connection, Reply
 from rocketkube.common.remoting.dispatch import not_supported
 from rocketkube.common.remoting.tls import TlsConfig, client_config
+from rocketkube.common.tasks import copy_outcome
 
 __all__ = [
     "MessageQueueSelector",
@@ -86,18 +93,6 @@ def _monotonic_ms() -> int:
 
 SendCallback = Callable[["asyncio.Future[SendResult]"], object]
 """Called with the finished future of :meth:`Producer.send_async` (result or exception)."""
-
-
-class _BrokerRequests:
-    """The request handler of a producer's connections: what brokers send goes to ``serve``."""
-
-    __slots__ = ("_serve",)
-
-    def __init__(self, serve: Callable[[Connection, RemotingCommand], Reply]) -> None:
-        self._serve = serve
-
-    def handle(self, conn: Connection, request: RemotingCommand) -> Reply:
-        return self._serve(conn, request)
 
 
 class _Attempt(NamedTuple):
@@ -237,7 +232,7 @@ class Producer(AsyncLifecycle):
         self._headers = self._header_template()
         self._links = ProducerLinks(self.client_id, self.group, self.send_timeout)
         self._client = RemotingClient(
-            _BrokerRequests(self._serve_broker_request),
+            self,
             connect_timeout=self.send_timeout,
             timeout=self.send_timeout,
             tls=self.tls,
@@ -346,7 +341,7 @@ class Producer(AsyncLifecycle):
         if queue is None:
             queue = routing.select_queue(info.queues, None, info.next_index())
         conn = await self._links.connection(client, self._master(info, queue))
-        conn.invoke_oneway(self._request(outgoing, queue.queue_id, oneway=True))
+        conn.invoke_oneway(send_request(outgoing, self._headers, queue.queue_id, oneway=True))
 
     def send_async(
         self, message: Message, callback: SendCallback | None = None
@@ -416,7 +411,7 @@ class Producer(AsyncLifecycle):
         except (errors.RemotingError, client_errors.MQClientError) as exc:
             if self._note_failure(None, attempt, exc):
                 retry = self._spawn(self._send(outgoing, None, attempt._replace(error=exc)))
-                retry.add_done_callback(functools.partial(_copy_outcome, future))
+                retry.add_done_callback(functools.partial(copy_outcome, future))
             else:
                 future.set_exception(exc)
         except Exception as exc:  # a bug: the caller's future still gets it
@@ -438,18 +433,6 @@ class Producer(AsyncLifecycle):
 
     def _header_template(self) -> SendHeaderTemplate:
         return SendHeaderTemplate(self.group, routing.DEFAULT_TOPIC, self.default_topic_queue_nums)
-
-    def _request(self, outgoing: Outgoing, queue_id: int, *, oneway: bool) -> RemotingCommand:
-        ext = self._headers.ext(
-            outgoing.topic,
-            queue_id,
-            outgoing.sys_flag,
-            time.time_ns() // 1_000_000,
-            outgoing.flag,
-            outgoing.properties,
-            batch=outgoing.batch,
-        )
-        return RemotingCommand.request(outgoing.code, ext, outgoing.body, oneway=oneway)
 
     @staticmethod
     def _master(info: routing.TopicPublishInfo, queue: routing.MessageQueue) -> str:
@@ -480,7 +463,7 @@ class Producer(AsyncLifecycle):
         conn = self._links.registered.get(addr) if addr is not None else None
         if conn is None or not conn.is_open:
             return attempt, None
-        request = self._request(outgoing, target.queue_id, oneway=False)
+        request = send_request(outgoing, self._headers, target.queue_id, oneway=False)
         try:
             return attempt, conn.invoke_future(request, self.send_timeout)
         except errors.RemotingError:  # not sent: the retry loop tries again and handles it
@@ -545,7 +528,7 @@ class Producer(AsyncLifecycle):
                 conn = self._links.registered.get(addr)
                 if conn is None or not conn.is_open:
                     conn = await self._links.connection(client, addr)
-                request = self._request(outgoing, target.queue_id, oneway=False)
+                request = send_request(outgoing, self._headers, target.queue_id, oneway=False)
                 response = await conn.invoke(request, deadline - time.monotonic())
                 return self._finish(outgoing, queue, attempt, response)
             except (errors.RemotingError, client_errors.MQClientError) as exc:
@@ -594,8 +577,8 @@ class Producer(AsyncLifecycle):
 
     # -- broker requests -------------------------------------------------------------------
 
-    def _serve_broker_request(self, conn: Connection, request: RemotingCommand) -> Reply:
-        """Requests brokers send on this producer's connections. A plain producer has no
+    def handle(self, conn: Connection, request: RemotingCommand) -> Reply:
+        """Serve what brokers send on this producer's connections. A plain producer has no
         transaction listener: CHECK_TRANSACTION_STATE is logged and left unanswered."""
         if request.code == RequestCode.CHECK_TRANSACTION_STATE:
             log.warning("transaction check from %s ignored: %s is not a TransactionProducer",
@@ -615,15 +598,3 @@ class Producer(AsyncLifecycle):
             return await asyncio.wait_for(routes.refresh(info.topic), remaining)
         except (TimeoutError, errors.RemotingError, client_errors.MQClientError):
             return info
-
-
-def _copy_outcome(future: asyncio.Future[_T], done: asyncio.Future[_T]) -> None:
-    """Give ``future`` the outcome of ``done``, unless it was cancelled meanwhile."""
-    if future.done():
-        return
-    if done.cancelled():
-        future.cancel()
-    elif (exc := done.exception()) is not None:
-        future.set_exception(exc)
-    else:
-        future.set_result(done.result())

@@ -169,9 +169,10 @@ class TransactionProducer(Producer):
 
     # -- check-back ------------------------------------------------------------------------
 
-    def _serve_broker_request(self, conn: Connection, request: RemotingCommand) -> Reply:
+    def handle(self, conn: Connection, request: RemotingCommand) -> Reply:
+        """Serve CHECK_TRANSACTION_STATE with the listener; anything else as a producer."""
         if request.code != RequestCode.CHECK_TRANSACTION_STATE:
-            return super()._serve_broker_request(conn, request)
+            return super().handle(conn, request)
         if self._closed:
             return None
         try:

@@ -9,8 +9,9 @@ import functools
 import logging
 
 from rocketkube.common import acl, errors
+from rocketkube.common.remoting.addresses import split_address
 from rocketkube.common.remoting.command import RemotingCommand
-from rocketkube.common.remoting.connection import Connection, RequestHandler, split_address
+from rocketkube.common.remoting.connection import Connection, RequestHandler
 from rocketkube.common.remoting.faults import CLIENT_POLICY, FaultLog
 from rocketkube.common.remoting.tls import TlsConfig
 

@@ -1,7 +1,7 @@
 """One remoting connection, used the same way by servers and clients.
 
-The connection owns framing, the table of pending requests keyed by ``opaque``
-(never matched by arrival order), and the dispatch of requests the peer sends
+The connection owns framing, its requests waiting for their responses
+(:mod:`~rocketkube.common.remoting.pending`), and the dispatch of requests the peer sends
 us: a server gets client requests, a client gets the server-initiated ones
 (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE...). Responses produced
 while handling one received chunk are written in a single ``writelines``, every
@@ -43,8 +43,10 @@ from typing import Protocol
 
 from rocketkube.common import errors
 from rocketkube.common.remoting import codes, faults, frame
+from rocketkube.common.remoting.addresses import format_address
 from rocketkube.common.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
-from rocketkube.common.remoting.deferred import DeferredGroup, DeferredReply
+from rocketkube.common.remoting.deferred import DeferredGroup, DeferredReply, WaitingAnswers
+from rocketkube.common.remoting.pending import PendingRequests
 
 log = logging.getLogger(__name__)
 
@@ -66,19 +68,6 @@ TURN_REQUESTS: typing.Final = 4 * ANSWER_EVERY
 received chunk waits for the next turn, after the other connections had theirs, with the
 connection unread meanwhile. A pipelining peer's chunk (over 300 small sends) is one turn;
 one made of tiny malformed requests (thousands) is several."""
-
-
-class _Held:
-    """A group's members waiting to be answered, with what answering needs of their
-    requests (see :meth:`Connection._answer`), in parallel lists: a tuple per member,
-    alive until a flush, made young garbage collections frequent."""
-
-    __slots__ = ("opaques", "replies", "serializations")
-
-    def __init__(self) -> None:
-        self.replies: list[DeferredReply] = []
-        self.opaques: list[int] = []
-        self.serializations: list[codes.SerializeType] = []
 
 
 class RequestHandler(Protocol):
@@ -126,11 +115,8 @@ class Connection(asyncio.Protocol):
         """Loop time the incomplete frame in the decoder began to wait (None: none)."""
         self._templated_frames = frame.compiled_templated_frames() or frame.templated_frames
         self._held_frames = frame.compiled_held_frames() or frame.held_frames
-        # opaque -> (future, deadline, request code, timeout); one timer per connection, at
-        # the earliest deadline.
-        self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], float, int, float]] = {}
-        self._expiry: asyncio.TimerHandle | None = None
-        self._expiry_at = math.inf
+        self._loop = asyncio.get_running_loop()
+        self._pending = PendingRequests(self._loop)
         self._opaque = itertools.count(1)
         self._transport: asyncio.Transport | None = None
         self._outbox: list[bytes | bytearray | memoryview] | None = None
@@ -149,7 +135,6 @@ class Connection(asyncio.Protocol):
         """The transport holds more than its high-water mark of unwritten bytes."""
         self._last_io = 0.0
         self._idle_timer: asyncio.TimerHandle | None = None
-        self._loop = asyncio.get_running_loop()
         self.closed: asyncio.Future[None] = self._loop.create_future()
         self.remote_address = "?"
         self.local_address = "?"
@@ -160,9 +145,9 @@ class Connection(asyncio.Protocol):
         # uvloop's transports do not subclass asyncio.Transport: no isinstance check here.
         self._transport = typing.cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
-        self.remote_address = _format_address(peer)
-        self.local_address = _format_address(transport.get_extra_info("sockname"))
-        self._faults.peer = self.remote_address
+        self.remote_address = format_address(peer)
+        self.local_address = format_address(transport.get_extra_info("sockname"))
+        self._faults.peer = self._pending.peer = self.remote_address
         self._faults.host = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
         wait = self._faults.admit()
         if wait:
@@ -192,7 +177,7 @@ class Connection(asyncio.Protocol):
             requests = []
             for cmd in commands:
                 if cmd.flag & FLAG_RESPONSE:
-                    self._complete(cmd)
+                    self._pending.complete(cmd)
                 else:
                     requests.append(cmd)
         if self._waiting or self._held is not None:
@@ -328,14 +313,7 @@ class Connection(asyncio.Protocol):
         self._waiting = []
         self._unread = []
         self._faults.close()
-        if self._expiry is not None:
-            self._expiry.cancel()
-        pending, self._pending = self._pending, {}
-        for future, *_ in pending.values():
-            if not future.done():
-                future.set_exception(
-                    errors.ConnectionClosedError(f"connection to {self.remote_address} closed")
-                )
+        self._pending.close()
         if not self.closed.done():
             self.closed.set_result(None)
         if self._on_close is not None:
@@ -394,7 +372,7 @@ class Connection(asyncio.Protocol):
         try:
             return await future
         finally:
-            self._pending.pop(request.opaque, None)  # cancelled: forget it now
+            self._pending.forget(request.opaque)  # cancelled: forget it now
 
     def invoke_future(
         self, request: RemotingCommand, timeout: float
@@ -410,12 +388,7 @@ class Connection(asyncio.Protocol):
         if self._before_request is not None:
             self._before_request(request)
         self.send(request)
-        future: asyncio.Future[RemotingCommand] = self._loop.create_future()
-        deadline = self._loop.time() + timeout
-        self._pending[opaque] = (future, deadline, request.code, timeout)
-        if deadline < self._expiry_at:
-            self._arm_expiry(deadline)
-        return future
+        return self._pending.add(opaque, request.code, timeout)
 
     def invoke_oneway(self, request: RemotingCommand) -> None:
         request.opaque = next(self._opaque)
@@ -457,51 +430,6 @@ class Connection(asyncio.Protocol):
 
     # -- internals ---------------------------------------------------------------
 
-    def _complete(self, response: RemotingCommand) -> None:
-        entry = self._pending.pop(response.opaque, None)
-        if entry is None:
-            log.debug(
-                "response with unknown opaque %d from %s", response.opaque, self.remote_address
-            )
-        elif not entry[0].done():
-            entry[0].set_result(response)
-
-    def _arm_expiry(self, when: float) -> None:
-        """Run :meth:`_expire` at loop time ``when`` (instead of any earlier arming).
-
-        asyncio.wait_for costs a future, a timer and callbacks per request; a pipelining
-        client makes tens of thousands a second. Java sweeps its response table once a
-        second; this sweeps at the earliest deadline, so timeouts stay exact, and since
-        answers usually come long before it, a sweep runs about once per timeout.
-        """
-        if self._expiry is not None:
-            self._expiry.cancel()
-        self._expiry = self._loop.call_at(when, self._expire)
-        self._expiry_at = when
-
-    def _expire(self) -> None:
-        """Fail the requests whose deadline passed; re-arm for the earliest left."""
-        self._expiry, self._expiry_at = None, math.inf
-        now = self._loop.time()
-        earliest = math.inf
-        expired: list[int] = []
-        for opaque, (_, deadline, _, _) in self._pending.items():
-            if deadline <= now:
-                expired.append(opaque)
-            elif deadline < earliest:
-                earliest = deadline
-        for opaque in expired:
-            future, _, code, timeout = self._pending.pop(opaque)
-            if not future.done():
-                future.set_exception(
-                    errors.RemotingTimeoutError(
-                        f"no response from {self.remote_address} to request code {code} "
-                        f"within {timeout:.3f}s"
-                    )
-                )
-        if earliest < math.inf:
-            self._arm_expiry(earliest)
-
     def _serve(self, request: RemotingCommand) -> None:
         if self._handler is None:
             self.fault(faults.CODE, f"request code {request.code} is not served here")
@@ -537,7 +465,7 @@ class Connection(asyncio.Protocol):
             for request in requests:
                 self._reply(request, _error(failure.code, failure.remark or ""))
             return
-        groups: dict[DeferredGroup, _Held] | None = None
+        groups: dict[DeferredGroup, WaitingAnswers] | None = None
         # The common answers of a run (stored sends) are written as _reply_to would.
         rest = self._templated_frames(requests, replies, self._writing())
         for at in rest:
@@ -551,7 +479,7 @@ class Connection(asyncio.Protocol):
                 groups = {}
             held = groups.get(reply.group)
             if held is None:
-                held = groups[reply.group] = _Held()
+                held = groups[reply.group] = WaitingAnswers()
             held.replies.append(reply)
             held.opaques.append(request.opaque)
             held.serializations.append(request.serialize_type)
@@ -560,7 +488,7 @@ class Connection(asyncio.Protocol):
                 self._in_flight += len(held.replies)
                 group.add_listener(functools.partial(self._answer_held, held))
 
-    def _answer_held(self, held: _Held) -> None:
+    def _answer_held(self, held: WaitingAnswers) -> None:
         """Answer resolved group members at once: one outbox, one write."""
         self._in_flight -= len(held.replies)
         if not self.is_open:
@@ -670,18 +598,3 @@ class Connection(asyncio.Protocol):
 
 def _error(code: int, remark: str) -> RemotingCommand:
     return RemotingCommand.response(code, remark)
-
-
-def _format_address(peer: object) -> str:
-    if isinstance(peer, tuple) and len(peer) >= 2:
-        host, port = peer[0], peer[1]
-        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
-    return "?"
-
-
-def split_address(address: str) -> tuple[str, int]:
-    """``host:port`` (or ``[v6]:port``) into its parts; ValueError when malformed."""
-    host, sep, port = address.strip().rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise ValueError(f"not a host:port address: {address!r}")
-    return host.strip("[]"), int(port)

@@ -23,9 +23,10 @@ import logging
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
+from rocketkube.common.remoting import codes
 from rocketkube.common.remoting.command import RemotingCommand
 
-__all__ = ["DeferredGroup", "DeferredReply", "GroupListener", "ReplyListener"]
+__all__ = ["DeferredGroup", "DeferredReply", "GroupListener", "ReplyListener", "WaitingAnswers"]
 
 log = logging.getLogger(__name__)
 
@@ -153,3 +154,16 @@ def _tell_group(listener: GroupListener) -> None:
         listener()
     except Exception:
         log.exception("a reply listener failed")
+
+
+class WaitingAnswers:
+    """A group's members waiting to be answered, with what answering needs of their
+    requests (the connection's), in parallel lists: a tuple per member,
+    alive until a flush, made young garbage collections frequent."""
+
+    __slots__ = ("opaques", "replies", "serializations")
+
+    def __init__(self) -> None:
+        self.replies: list[DeferredReply] = []
+        self.opaques: list[int] = []
+        self.serializations: list[codes.SerializeType] = []
